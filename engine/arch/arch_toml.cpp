@@ -1,0 +1,176 @@
+#include "engine/arch/arch_toml.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "engine/common/embedded.hpp"
+#include "engine/common/toml_reader.hpp"
+
+namespace mapfuse {
+namespace {
+
+RoleMask parse_roles(TomlReader& r, std::string_view key) {
+  if (!r.has(key)) return (void)r.str_list(key), kAllRoles;
+  RoleMask m = 0;
+  for (const auto& s : r.str_list(key)) {
+    if (s == "input") m |= role_bit(TensorRole::Input);
+    else if (s == "weight") m |= role_bit(TensorRole::Weight);
+    else if (s == "output") m |= role_bit(TensorRole::Output);
+    else r.fail(key, "unknown tensor role '" + s + "'; expected input, weight or output" +
+                         did_you_mean(s, {"input", "weight", "output"}));
+  }
+  return m;
+}
+
+double non_negative(TomlReader& r, std::string_view key, double v) {
+  if (v < 0) r.fail(key, fmt::format("value {} is negative; expected >= 0", v));
+  return v;
+}
+
+Level parse_level(TomlReader& r) {
+  Level lv;
+  lv.name = r.str("name");
+  if (lv.name.empty()) r.fail("name", "level name is empty");
+  lv.word_bits = static_cast<int>(r.opt_integer("word_bits").value_or(8));
+  if (lv.word_bits <= 0) r.fail("word_bits", "must be positive");
+  int capacity_keys = 0;
+  if (auto e = r.opt_integer("entries")) {
+    ++capacity_keys;
+    if (*e <= 0) r.fail("entries", fmt::format("capacity {} is not positive; expected >= 1", *e));
+    lv.entries = *e;
+  }
+  if (auto b = r.opt_number("size_bytes")) {
+    ++capacity_keys;
+    if (*b <= 0) r.fail("size_bytes", fmt::format("capacity {} is not positive", *b));
+    lv.entries = static_cast<int64_t>(*b * 8 / lv.word_bits);
+  }
+  if (auto kb = r.opt_number("size_kb")) {
+    ++capacity_keys;
+    if (*kb <= 0) r.fail("size_kb", fmt::format("capacity {} is not positive", *kb));
+    lv.entries = static_cast<int64_t>(*kb * 1024 * 8 / lv.word_bits);
+  }
+  if (capacity_keys > 1) r.fail("entries", "give only one of entries, size_bytes, size_kb");
+  lv.block_size = static_cast<int>(r.opt_integer("block_size").value_or(1));
+  if (lv.block_size <= 0) r.fail("block_size", "must be positive");
+  lv.multiple_buffering = static_cast<int>(r.opt_integer("multiple_buffering").value_or(1));
+  if (lv.multiple_buffering <= 0) r.fail("multiple_buffering", "must be positive");
+  lv.read_bandwidth = non_negative(r, "read_bandwidth", r.opt_number("read_bandwidth").value_or(0));
+  lv.write_bandwidth = non_negative(r, "write_bandwidth", r.opt_number("write_bandwidth").value_or(0));
+  lv.shared_bandwidth = non_negative(r, "shared_bandwidth", r.opt_number("shared_bandwidth").value_or(0));
+  const double all = non_negative(r, "energy_pj", r.opt_number("energy_pj").value_or(0));
+  lv.read_pj = non_negative(r, "read_pj", r.opt_number("read_pj").value_or(all));
+  lv.write_pj = non_negative(r, "write_pj", r.opt_number("write_pj").value_or(all));
+  lv.update_pj = non_negative(r, "update_pj", r.opt_number("update_pj").value_or(lv.write_pj));
+  if (auto fit = r.opt_table("energy_fit")) {
+    lv.fit = CapacityEnergyFit{fit->number("base_pj"), fit->number("per_kb_pj")};
+    fit->finish();
+    if (lv.entries == 0) r.fail("energy_fit", "needs a finite capacity (entries, size_bytes or size_kb)");
+  }
+  lv.may_keep = parse_roles(r, "keeps");
+  if (auto f = r.opt_table("fanout")) {
+    lv.fanout.x = f->opt_integer("x").value_or(1);
+    lv.fanout.y = f->opt_integer("y").value_or(1);
+    if (lv.fanout.x <= 0) f->fail("x", "fan-out must be >= 1");
+    if (lv.fanout.y <= 0) f->fail("y", "fan-out must be >= 1");
+    lv.fanout.x_ranks = f->str_list("x_ranks");
+    lv.fanout.y_ranks = f->str_list("y_ranks");
+    lv.fanout.x_reuse = f->has("x_reuse") ? parse_roles(*f, "x_reuse") : (f->str_list("x_reuse"), RoleMask{0});
+    lv.fanout.y_reuse = f->has("y_reuse") ? parse_roles(*f, "y_reuse") : (f->str_list("y_reuse"), RoleMask{0});
+    f->finish();
+  }
+  r.finish();
+  return lv;
+}
+
+}  // namespace
+
+Architecture parse_architecture(std::string_view text, const std::string& file) {
+  toml::table doc = parse_toml(text, file);
+  TomlReader r(doc, file);
+  Architecture a;
+  a.name = r.str("name");
+  a.description = r.opt_str("description").value_or("");
+  Core core;
+  core.name = a.name;
+  {
+    TomlReader c = r.table("compute");
+    core.compute.name = c.opt_str("name").value_or("MAC");
+    core.compute.energy_pj = c.number("energy_pj");
+    if (core.compute.energy_pj < 0) c.fail("energy_pj", "must be >= 0");
+    const double mhz = c.opt_number("frequency_mhz").value_or(1000);
+    if (mhz <= 0) c.fail("frequency_mhz", "must be positive");
+    core.compute.frequency_hz = mhz * 1e6;
+    c.finish();
+  }
+  auto levels = r.tables("level");
+  if (levels.empty()) r.fail("level", "missing: an architecture needs at least one [[level]]");
+  for (auto it = levels.rbegin(); it != levels.rend(); ++it) core.levels.push_back(parse_level(*it));
+  for (size_t i = 0; i < core.levels.size(); ++i)
+    for (size_t j = i + 1; j < core.levels.size(); ++j)
+      if (core.levels[i].name == core.levels[j].name)
+        throw InputError({file, 0, 0}, "level", "level name '" + core.levels[i].name + "' repeats");
+  r.finish();
+  finalize(core, file);
+  a.cores.push_back(std::move(core));
+  return a;
+}
+
+std::vector<std::string> arch_preset_names() {
+  std::vector<std::string> v;
+  for (const auto& f : embedded_arch_presets()) v.emplace_back(f.name);
+  return v;
+}
+
+Architecture load_architecture(const std::string& name_or_path) {
+  for (const auto& f : embedded_arch_presets())
+    if (f.name == name_or_path) return parse_architecture(f.text, "preset:" + name_or_path);
+  if (std::filesystem::exists(name_or_path)) {
+    std::ifstream in(name_or_path);
+    if (!in) throw InputError({name_or_path, 0, 0}, {}, "cannot open file for reading");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return parse_architecture(ss.str(), name_or_path);
+  }
+  throw InputError({}, "arch",
+                   "'" + name_or_path + "' is neither a preset nor a readable file; presets: " +
+                       fmt::format("{}", fmt::join(arch_preset_names(), ", ")) +
+                       did_you_mean(name_or_path, arch_preset_names()));
+}
+
+std::string describe(const Architecture& a) {
+  std::string s = fmt::format("architecture {}", a.name);
+  if (!a.description.empty()) s += " — " + a.description;
+  s += '\n';
+  for (const Core& c : a.cores) {
+    s += fmt::format("core {}: {} x {} at {:.0f} MHz, {:.4g} pJ/op, {} compute instances\n", c.name,
+                     c.compute.name, c.compute.instances, c.compute.frequency_hz / 1e6,
+                     c.compute.energy_pj, c.compute.instances);
+    for (int l = static_cast<int>(c.levels.size()) - 1; l >= 0; --l) {
+      const Level& lv = c.levels[l];
+      std::string keeps;
+      for (TensorRole r : {TensorRole::Weight, TensorRole::Input, TensorRole::Output})
+        if (lv.may_keep & role_bit(r)) keeps += (keeps.empty() ? "" : ",") + std::string(to_string(r));
+      s += fmt::format("  L{} {:<14} x{:<5} ", l, lv.name, lv.instances);
+      s += lv.unbounded() ? fmt::format("{:>14}", "unbounded")
+                          : fmt::format("{:>8} words ({:.4g} KiB)", lv.entries, lv.capacity_kb());
+      s += fmt::format("  {}b  rd/wr/upd {:.4g}/{:.4g}/{:.4g} pJ", lv.word_bits, lv.read_pj,
+                       lv.write_pj, lv.update_pj);
+      if (lv.shared_bandwidth > 0) s += fmt::format("  bw {:.4g} w/cyc", lv.shared_bandwidth);
+      if (lv.read_bandwidth > 0) s += fmt::format("  rd-bw {:.4g}", lv.read_bandwidth);
+      if (lv.write_bandwidth > 0) s += fmt::format("  wr-bw {:.4g}", lv.write_bandwidth);
+      s += "  keeps " + keeps;
+      if (lv.fanout.total() > 1) {
+        s += fmt::format("  fan-out {}x{}", lv.fanout.x, lv.fanout.y);
+        if (!lv.fanout.x_ranks.empty()) s += fmt::format(" X:{}", fmt::join(lv.fanout.x_ranks, ","));
+        if (!lv.fanout.y_ranks.empty()) s += fmt::format(" Y:{}", fmt::join(lv.fanout.y_ranks, ","));
+      }
+      s += '\n';
+    }
+  }
+  return s;
+}
+
+}  // namespace mapfuse

@@ -1,0 +1,40 @@
+#include "engine/arch/architecture.hpp"
+
+#include "engine/common/error.hpp"
+
+namespace mapfuse {
+
+int Core::level_index(std::string_view n) const {
+  for (size_t i = 0; i < levels.size(); ++i)
+    if (levels[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+
+void finalize(Core& core, const std::string& where) {
+  if (core.levels.empty()) throw InputError({}, where, "architecture has no memory levels");
+  if (core.levels.size() > kMaxLevels)
+    throw InputError({}, where, "architecture has " + std::to_string(core.levels.size()) +
+                                    " levels; at most " + std::to_string(kMaxLevels) +
+                                    " are supported");
+  int64_t instances = 1;
+  for (int l = static_cast<int>(core.levels.size()) - 1; l >= 0; --l) {
+    Level& lv = core.levels[l];
+    const std::string key = where + ".levels." + lv.name;
+    if (lv.entries < 0) throw InputError({}, key, "capacity is negative; expected >= 0");
+    if (lv.word_bits <= 0) throw InputError({}, key, "word_bits must be positive");
+    if (lv.block_size <= 0) throw InputError({}, key, "block_size must be positive");
+    if (lv.fanout.x <= 0 || lv.fanout.y <= 0)
+      throw InputError({}, key, "spatial fan-out must be positive");
+    if (lv.fit) {
+      const double e = lv.fit->at(lv.capacity_kb());
+      lv.read_pj = lv.write_pj = lv.update_pj = e;
+    }
+    lv.instances = instances;
+    instances *= lv.fanout.total();
+  }
+  core.compute.instances = instances;
+  if (core.compute.frequency_hz <= 0)
+    throw InputError({}, where + ".compute", "frequency must be positive");
+}
+
+}  // namespace mapfuse

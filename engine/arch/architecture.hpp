@@ -1,0 +1,93 @@
+#pragma once
+// An accelerator: cores, each a memory hierarchy over a PE array and a compute unit, plus the
+// links between cores (multi-core systems, used by the scheduling issues; empty for one core).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/workload/einsum.hpp"
+
+namespace mapfuse {
+
+inline constexpr int kMaxLevels = 8;
+
+// Bit mask over TensorRole values.
+using RoleMask = uint8_t;
+constexpr RoleMask role_bit(TensorRole r) { return static_cast<RoleMask>(1u << static_cast<int>(r)); }
+constexpr RoleMask kAllRoles = role_bit(TensorRole::Input) | role_bit(TensorRole::Weight) |
+                               role_bit(TensorRole::Output);
+
+// Energy per access that grows with the capacity of one instance (DOSA's linear fits to
+// Accelergy/CACTI 40 nm): pJ = base_pj + per_kb_pj * capacity_kb.
+struct CapacityEnergyFit {
+  double base_pj = 0;
+  double per_kb_pj = 0;
+  double at(double capacity_kb) const { return base_pj + per_kb_pj * capacity_kb; }
+};
+
+// Spatial fan-out from a level into the instances of the next inner level (or the compute units).
+struct Fanout {
+  int64_t x = 1, y = 1;
+  // Which ranks may be spread along an axis: by name (empty = any) and by the reuse the axis
+  // wires up: a rank on an axis with reuse {input} must not index any input tensor, so that the
+  // axis multicasts inputs (Gemmini's columns); reuse {output} means spatial reduction (rows).
+  std::vector<std::string> x_ranks, y_ranks;
+  RoleMask x_reuse = 0, y_reuse = 0;
+  int64_t total() const { return x * y; }
+};
+
+struct Level {
+  std::string name;
+  int64_t entries = 0;   // capacity of one instance in words; 0 = unbounded (DRAM)
+  int word_bits = 8;
+  int block_size = 1;    // words per vector access (Timeloop's block_size)
+  int multiple_buffering = 1;
+  // Words per cycle per instance; 0 = unlimited. A shared bandwidth caps reads + writes together.
+  double read_bandwidth = 0, write_bandwidth = 0, shared_bandwidth = 0;
+  // Energy per word access. `fit`, when present, set these from the capacity at load time and is
+  // kept so that differentiable models can vary the capacity.
+  double read_pj = 0, write_pj = 0, update_pj = 0;
+  std::optional<CapacityEnergyFit> fit;
+  RoleMask may_keep = kAllRoles;
+  Fanout fanout;           // into the next inner level
+  int64_t instances = 1;   // derived: product of the fan-outs of all outer levels
+
+  double capacity_kb() const { return static_cast<double>(entries) * word_bits / 8.0 / 1024.0; }
+  bool unbounded() const { return entries == 0; }
+};
+
+struct ComputeUnit {
+  std::string name = "MAC";
+  double energy_pj = 0;        // per operation (MAC)
+  double frequency_hz = 1e9;
+  int64_t instances = 1;       // derived: product of all fan-outs
+};
+
+struct Core {
+  std::string name;
+  std::vector<Level> levels;   // index 0 = innermost (next to compute), back() = DRAM
+  ComputeUnit compute;
+
+  int level_index(std::string_view level_name) const;  // -1 if absent
+  const Level& dram() const { return levels.back(); }
+};
+
+struct Link {
+  int from = 0, to = 0;
+  double bandwidth_bytes_per_cycle = 0;
+  double energy_pj_per_bit = 0;
+};
+
+struct Architecture {
+  std::string name;
+  std::string description;
+  std::vector<Core> cores;
+  std::vector<Link> links;
+};
+
+// Recomputes derived fields (instances, fitted energies) and checks invariants; throws
+// InputError naming `where` and the offending level.
+void finalize(Core& core, const std::string& where);
+
+}  // namespace mapfuse

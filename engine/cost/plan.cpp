@@ -1,0 +1,72 @@
+#include "engine/cost/plan.hpp"
+
+#include "engine/common/error.hpp"
+
+namespace mapfuse {
+
+EvalPlan compile_plan(const Einsum& e, const Core& c) {
+  validate(e);
+  if (c.levels.size() > kMaxLevels)
+    throw InputError({}, "architecture", "too many levels for the evaluation plan");
+  EvalPlan p;
+  p.n_ranks = static_cast<int8_t>(e.ranks.size());
+  p.n_tensors = static_cast<int8_t>(e.tensors.size());
+  p.n_levels = static_cast<int8_t>(c.levels.size());
+  p.output = static_cast<int8_t>(e.output_index());
+  for (size_t r = 0; r < e.ranks.size(); ++r) p.rank_size[r] = e.ranks[r].size;
+  for (size_t t = 0; t < e.tensors.size(); ++t) {
+    const TensorAccess& ta = e.tensors[t];
+    PlanTensor& pt = p.tensors[t];
+    pt.role = ta.role;
+    pt.n_dims = static_cast<int8_t>(ta.dims.size());
+    for (size_t d = 0; d < ta.dims.size(); ++d) {
+      if (ta.dims[d].size() > kMaxTerms)
+        throw InputError({}, "einsum '" + e.name + "'.tensors." + ta.name,
+                         "a dimension has more than " + std::to_string(kMaxTerms) + " terms");
+      pt.dims[d].n_terms = static_cast<int8_t>(ta.dims[d].size());
+      for (size_t k = 0; k < ta.dims[d].size(); ++k) {
+        pt.dims[d].terms[k] = {static_cast<int8_t>(ta.dims[d][k].rank), ta.dims[d][k].coeff};
+        pt.relevant_ranks |= static_cast<uint16_t>(1u << ta.dims[d][k].rank);
+      }
+    }
+    pt.volume = e.tensor_volume(static_cast<int>(t));
+  }
+  for (size_t l = 0; l < c.levels.size(); ++l) {
+    const Level& lv = c.levels[l];
+    PlanLevel& pl = p.levels[l];
+    pl.entries = lv.entries;
+    pl.multiple_buffering = lv.multiple_buffering;
+    pl.read_bw = lv.read_bandwidth;
+    pl.write_bw = lv.write_bandwidth;
+    pl.shared_bw = lv.shared_bandwidth;
+    pl.read_pj = lv.read_pj;
+    pl.write_pj = lv.write_pj;
+    pl.update_pj = lv.update_pj;
+    pl.may_keep = lv.may_keep;
+    pl.fanout_x = lv.fanout.x;
+    pl.fanout_y = lv.fanout.y;
+  }
+  p.op_pj = c.compute.energy_pj;
+  p.operations = e.operations();
+  return p;
+}
+
+FlatMapping flatten(const Mapping& m) {
+  FlatMapping f;
+  f.n_levels = static_cast<int8_t>(m.levels.size());
+  for (int l = static_cast<int>(m.levels.size()) - 1; l >= 0; --l) {
+    f.keep[l] = m.levels[l].keep;
+    // Within a level the temporal loops enclose the spatial fan-out (Timeloop's nest order).
+    for (bool spatial : {false, true})
+      for (const Loop& lp : m.levels[l].loops) {
+        if (lp.factor == 1 || (lp.kind != LoopKind::Temporal) != spatial) continue;
+        if (f.n_loops == kMaxLoops)
+          throw InputError({}, "mapping", "more than " + std::to_string(kMaxLoops) + " loops");
+        f.loops[f.n_loops++] = {static_cast<int8_t>(l), static_cast<int8_t>(lp.rank), lp.kind,
+                                lp.factor};
+      }
+  }
+  return f;
+}
+
+}  // namespace mapfuse

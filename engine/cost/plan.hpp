@@ -1,0 +1,74 @@
+#pragma once
+// An (Einsum, core) pair compiled once into flat arrays, and a mapping flattened into a fixed-size
+// loop list: the two inputs of the hot evaluation path, which then allocates nothing.
+#include <array>
+#include <cstdint>
+
+#include "engine/arch/architecture.hpp"
+#include "engine/mapping/mapping.hpp"
+#include "engine/workload/einsum.hpp"
+
+namespace mapfuse {
+
+inline constexpr int kMaxLoops = 48;
+inline constexpr int kMaxTerms = 3;  // rank terms in one tensor dimension (p*stride + r*dilation)
+
+struct PlanTerm {
+  int8_t rank;
+  int64_t coeff;
+};
+
+struct PlanDim {
+  int8_t n_terms = 0;
+  std::array<PlanTerm, kMaxTerms> terms{};
+};
+
+struct PlanTensor {
+  TensorRole role = TensorRole::Input;
+  int8_t n_dims = 0;
+  std::array<PlanDim, kMaxTensorDims> dims{};
+  uint16_t relevant_ranks = 0;  // bit r: rank r appears in some dimension
+  int64_t volume = 0;           // values in the whole tensor
+};
+
+struct PlanLevel {
+  int64_t entries = 0;  // per instance; 0 = unbounded
+  int multiple_buffering = 1;
+  double read_bw = 0, write_bw = 0, shared_bw = 0;
+  double read_pj = 0, write_pj = 0, update_pj = 0;
+  RoleMask may_keep = kAllRoles;
+  int64_t fanout_x = 1, fanout_y = 1;
+};
+
+struct EvalPlan {
+  int8_t n_ranks = 0, n_tensors = 0, n_levels = 0;
+  int8_t output = -1;
+  std::array<int64_t, kMaxRanks> rank_size{};
+  std::array<PlanTensor, kMaxTensors> tensors{};
+  std::array<PlanLevel, kMaxLevels> levels{};
+  double op_pj = 0;
+  int64_t operations = 0;
+};
+
+// Throws InputError if the Einsum exceeds the fixed bounds above.
+EvalPlan compile_plan(const Einsum& e, const Core& c);
+
+struct FlatLoop {
+  int8_t level;
+  int8_t rank;
+  LoopKind kind;
+  int64_t factor;
+};
+
+// Loops outermost first; unit factors dropped. Produced by flatten() or directly by mappers.
+struct FlatMapping {
+  int8_t n_loops = 0;
+  int8_t n_levels = 0;
+  std::array<FlatLoop, kMaxLoops> loops{};
+  std::array<TensorMask, kMaxLevels> keep{};
+};
+
+// Throws InputError if the mapping has more loops than kMaxLoops.
+FlatMapping flatten(const Mapping& m);
+
+}  // namespace mapfuse
