@@ -51,12 +51,18 @@ void finalize(Workload& w) {
         if (fresh) w.tensors.push_back({ta.name, -1, {}, e.tensor_volume(static_cast<int>(t)),
                                         ta.bits_per_value});
         TensorInfo& info = w.tensors[it->second];
-        const int64_t vol = e.tensor_volume(static_cast<int>(t));
-        if (vol != info.volume)
+        // A consumer's view may differ from the producer's in extent (padding adds a halo; a
+        // strided window may skip the last rows) but never in dimensionality.
+        const int dims = static_cast<int>(ta.dims.size());
+        if (fresh) info.dims = dims;
+        if (dims != info.dims)
           throw InputError({}, "tensor '" + ta.name + "'",
-                           fmt::format("Einsum '{}' sees {} values but another Einsum sees {}; "
-                                       "shared tensors must have the same shape",
-                                       e.name, vol, info.volume));
+                           fmt::format("Einsum '{}' indexes it with {} dimensions but another "
+                                       "Einsum with {}; shared tensors must agree",
+                                       e.name, dims, info.dims));
+        const int64_t vol = e.tensor_volume(static_cast<int>(t));
+        if (ta.role == TensorRole::Output || info.producer < 0) info.volume = std::max(info.volume, vol);
+        if (ta.role == TensorRole::Output) info.volume = vol;
         if (ta.role == TensorRole::Output) {
           if (info.producer >= 0)
             throw InputError({}, "tensor '" + ta.name + "'",

@@ -14,7 +14,8 @@ struct TensorInfo {
   std::string name;
   int producer = -1;           // Einsum index; -1 = workload input (or weight)
   std::vector<int> consumers;  // Einsum indices that read it
-  int64_t volume = 0;          // values
+  int64_t volume = 0;          // values, as the producer writes it (else the largest read view)
+  int dims = 0;
   int bits_per_value = 8;
 };
 
