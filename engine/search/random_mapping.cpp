@@ -1,0 +1,81 @@
+#include "engine/search/random_mapping.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace mapfuse {
+
+std::vector<int64_t> prime_factors(int64_t n) {
+  std::vector<int64_t> f;
+  for (int64_t p = 2; p * p <= n; ++p)
+    while (n % p == 0) f.push_back(p), n /= p;
+  if (n > 1) f.push_back(n);
+  return f;
+}
+
+namespace {
+
+bool may_spread(const Fanout& f, bool x, const Einsum& e, int rank) {
+  const auto& names = x ? f.x_ranks : f.y_ranks;
+  if (!names.empty() && std::find(names.begin(), names.end(), e.ranks[rank].name) == names.end())
+    return false;
+  const RoleMask reuse = x ? f.x_reuse : f.y_reuse;
+  for (size_t t = 0; t < e.tensors.size(); ++t)
+    if ((reuse & role_bit(e.tensors[t].role)) && e.rank_relevant(static_cast<int>(t), rank))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
+                       const RandomMappingOptions& opt) {
+  const int L = static_cast<int>(c.levels.size());
+  const int R = static_cast<int>(e.ranks.size());
+  // factor[l][kind][r]: kind 0 temporal, 1 spatial X, 2 spatial Y.
+  std::vector<std::array<std::vector<int64_t>, 3>> factor(L);
+  for (auto& lv : factor)
+    for (auto& k : lv) k.assign(R, 1);
+  std::vector<std::array<int64_t, 2>> used(L, {1, 1});
+  std::uniform_real_distribution<double> u01(0.0, 1.0);
+  for (int r = 0; r < R; ++r) {
+    for (int64_t p : prime_factors(e.ranks[r].size)) {
+      struct Slot { int l, kind; };
+      std::vector<Slot> spatial;
+      for (int l = 0; l < L; ++l)
+        for (int a = 0; a < 2; ++a)
+          if (used[l][a] * p <= (a == 0 ? c.levels[l].fanout.x : c.levels[l].fanout.y) &&
+              may_spread(c.levels[l].fanout, a == 0, e, r))
+            spatial.push_back({l, a + 1});
+      if (!spatial.empty() && u01(rng) < opt.spatial_bias) {
+        Slot s = spatial[std::uniform_int_distribution<size_t>(0, spatial.size() - 1)(rng)];
+        factor[s.l][s.kind][r] *= p;
+        used[s.l][s.kind - 1] *= p;
+      } else {
+        int l = std::uniform_int_distribution<int>(0, L - 1)(rng);
+        factor[l][0][r] *= p;
+      }
+    }
+  }
+  Mapping m;
+  m.levels.resize(L);
+  for (int l = 0; l < L; ++l) {
+    std::vector<int> order(R);
+    for (int r = 0; r < R; ++r) order[r] = r;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int r : order)
+      if (factor[l][0][r] > 1) m.levels[l].loops.push_back({r, factor[l][0][r], LoopKind::Temporal});
+    for (int k = 1; k <= 2; ++k)
+      for (int r = 0; r < R; ++r)
+        if (factor[l][k][r] > 1)
+          m.levels[l].loops.push_back({r, factor[l][k][r], k == 1 ? LoopKind::SpatialX : LoopKind::SpatialY});
+    for (size_t t = 0; t < e.tensors.size(); ++t) {
+      const bool allowed = c.levels[l].may_keep & role_bit(e.tensors[t].role);
+      const bool keep = l == L - 1 || (allowed && (!opt.random_bypass || u01(rng) < 0.7));
+      if (keep) m.levels[l].keep |= static_cast<TensorMask>(1u << t);
+    }
+  }
+  return m;
+}
+
+}  // namespace mapfuse
