@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Bad input: one clear message naming the file, key or line and what was expected; exit status 2.
+# Usage: bad_input.sh <mapfuse binary> <shared data dir>
+set -u
+bin="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+
+# expect <name> <expected status> <regex that stderr must match> -- command...
+expect() {
+  local name="$1" status="$2" pattern="$3"
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$status" ] || ! grep -Eq -- "$pattern" "$tmp/err"; then
+    echo "FAIL $name: status $rc (want $status), stderr:"; sed 's/^/    /' "$tmp/err"
+    fail=1
+  else
+    echo "ok   $name: $(head -c 200 "$tmp/err")"
+  fi
+}
+
+arch() { printf '%s\n' "$1" >"$tmp/$2.toml"; echo "$tmp/$2.toml"; }
+base='name = "t"
+[compute]
+energy_pj = 1
+[[level]]
+name = "DRAM"
+energy_pj = 100
+[[level]]
+name = "Buf"
+entries = 64
+energy_pj = 1'
+
+expect "malformed TOML" 2 'malformed.toml:2:.*malformed TOML' -- "$bin" arch "$(arch 'name = "t"
+[compute' malformed)"
+expect "missing key" 2 'missing.toml.*compute.energy_pj: missing required key' -- "$bin" arch "$(arch 'name = "t"
+[compute]
+name = "MAC"
+[[level]]
+name = "DRAM"' missing)"
+expect "wrong type" 2 'wrongtype.toml:[0-9]+:.*level\[1\].entries: expected an integer, found a string' -- "$bin" arch "$(arch "${base/entries = 64/entries = \"big\"}" wrongtype)"
+expect "unknown key with suggestion" 2 "unknown.toml:[0-9]+:.*level\[1\].enrgy_pj: unknown key \(did you mean 'energy_pj'\?\)" -- "$bin" arch "$(arch "${base/entries = 64/entries = 64
+enrgy_pj = 2}" unknown)"
+expect "zero capacity" 2 'zerocap.toml:[0-9]+:.*entries: capacity 0 is not positive' -- "$bin" arch "$(arch "${base/entries = 64/entries = 0}" zerocap)"
+expect "negative capacity" 2 'negcap.toml:[0-9]+:.*size_kb: capacity -4 is not positive' -- "$bin" arch "$(arch "${base/entries = 64/size_kb = -4}" negcap)"
+expect "unknown role" 2 "role.toml:[0-9]+:.*keeps: unknown tensor role 'weights'.*did you mean 'weight'" -- "$bin" arch "$(arch "${base}
+keeps = [\"weights\"]" role)"
+expect "unknown preset" 2 "'gemini_default' is neither a preset nor a readable file.*did you mean 'gemmini_default'" -- "$bin" arch gemini_default
+expect "missing dataset" 2 'nonexistent.csv: cannot open file' -- "$bin" validate dosa "$tmp/nonexistent.csv"
+printf 'not a gzip' >"$tmp/corrupt.csv.tar.gz"
+expect "corrupt archive" 2 'corrupt.csv.tar.gz: ' -- "$bin" validate dosa "$tmp/corrupt.csv.tar.gz"
+printf 'a,b\n1,2,3\n' >"$tmp/ragged.csv"
+expect "ragged csv" 2 'ragged.csv:2: row has 3 fields; the header has 2' -- "$bin" validate dosa "$tmp/ragged.csv"
+expect "unknown subcommand" 2 '' -- "$bin" frobnicate
+
+exit $fail
