@@ -95,6 +95,7 @@ Architecture parse_architecture(std::string_view text, const std::string& file) 
   a.description = r.opt_str("description").value_or("");
   Core core;
   core.name = a.name;
+  core.legacy_output_fills = r.opt_bool("legacy_output_fills").value_or(false);
   {
     TomlReader c = r.table("compute");
     core.compute.name = c.opt_str("name").value_or("MAC");

@@ -68,6 +68,9 @@ struct Core {
   std::string name;
   std::vector<Level> levels;   // index 0 = innermost (next to compute), back() = DRAM
   ComputeUnit compute;
+  // Count the first fill of partial sums (all zeros) from the level above, as Timeloop did
+  // before 2023; needed to reproduce datasets made with it (DOSA's). Default: elided.
+  bool legacy_output_fills = false;
 
   int level_index(std::string_view level_name) const;  // -1 if absent
   const Level& dram() const { return levels.back(); }

@@ -1,6 +1,7 @@
 #include "engine/cost/model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace mapfuse {
@@ -18,22 +19,68 @@ inline int64_t tile_volume(const PlanTensor& t, const int64_t* ext) {
   return v;
 }
 
-// Values of a tile that are not in the same tile moved by `shift` (per rank, in rank units).
-inline int64_t tile_delta(const PlanTensor& t, const int64_t* ext, const int64_t* shift,
-                          int64_t volume) {
-  int64_t overlap = 1;
-  for (int d = 0; d < t.n_dims; ++d) {
-    const PlanDim& dim = t.dims[d];
-    int64_t e = 1, s = 0;
-    for (int k = 0; k < dim.n_terms; ++k) {
-      e += dim.terms[k].coeff * (ext[dim.terms[k].rank] - 1);
-      s += dim.terms[k].coeff * shift[dim.terms[k].rank];
+// Words moved into one instance of a level over the whole run (Timeloop's temporal delta
+// analysis). Timeloop visits, for every temporal loop above the tile, only its first and second
+// iteration and weights the second by (factor - 1); consecutive visits differ by a step of one loop
+// with every inner loop moved back by one step. A visit reuses the overlap with the previous tile
+// only while the translation equals the one established by the innermost loop (its "same-stride"
+// rule); otherwise the whole tile is fetched. Replaying that visit order in closed form gives:
+//   fills = V + N_in * new(T_in) + sum_{j outer} N_j * (T_j == T_in ? new(T_j) : V)
+// where T_j is the translation at a step of loop j, N_j its number of steps, and new(T) the part of
+// a tile not covered by its copy moved by -T.
+int64_t refill_count(const PlanTensor& t, const int64_t* ext, int64_t vol, const FlatMapping& m,
+                     int boundary, const int64_t (*suffix_ext)[kMaxRanks],
+                     const int64_t* prefix_iters) {
+  int inner = -1;
+  for (int j = boundary - 1; j >= 0; --j)
+    if (m.loops[j].kind == LoopKind::Temporal) {
+      inner = j;
+      break;
     }
-    const int64_t o = e - std::llabs(s);
-    if (o <= 0) return volume;
-    overlap *= o;
+  if (inner < 0) return vol;
+  // Translation of each tensor dimension at a step of loop j: loop j advances one step, every
+  // temporal loop between j and the tile steps back by one.
+  auto translation = [&](int j, int64_t* out) {
+    int64_t rank_shift[kMaxRanks] = {};
+    rank_shift[m.loops[j].rank] += suffix_ext[j + 1][m.loops[j].rank];
+    for (int k = j + 1; k < boundary; ++k)
+      if (m.loops[k].kind == LoopKind::Temporal)
+        rank_shift[m.loops[k].rank] -= suffix_ext[k + 1][m.loops[k].rank];
+    for (int d = 0; d < t.n_dims; ++d) {
+      int64_t sh = 0;
+      for (int q = 0; q < t.dims[d].n_terms; ++q)
+        sh += t.dims[d].terms[q].coeff * rank_shift[t.dims[d].terms[q].rank];
+      out[d] = sh;
+    }
+  };
+  int64_t extent[kMaxTensorDims];
+  for (int d = 0; d < t.n_dims; ++d) {
+    int64_t e = 1;
+    for (int q = 0; q < t.dims[d].n_terms; ++q)
+      e += t.dims[d].terms[q].coeff * (ext[t.dims[d].terms[q].rank] - 1);
+    extent[d] = e;
   }
-  return volume - overlap;
+  auto fresh = [&](const int64_t* shift) {
+    int64_t overlap = 1;
+    for (int d = 0; d < t.n_dims; ++d) {
+      const int64_t o = extent[d] - (shift[d] < 0 ? -shift[d] : shift[d]);
+      if (o <= 0) return vol;
+      overlap *= o;
+    }
+    return vol - overlap;
+  };
+  int64_t t_in[kMaxTensorDims], t_j[kMaxTensorDims];
+  translation(inner, t_in);
+  const FlatLoop& li = m.loops[inner];
+  int64_t fills = vol + (li.factor - 1) * prefix_iters[inner] * fresh(t_in);
+  for (int j = inner - 1; j >= 0; --j) {
+    const FlatLoop& lp = m.loops[j];
+    if (lp.kind != LoopKind::Temporal) continue;
+    translation(j, t_j);
+    const bool same = std::equal(t_j, t_j + t.n_dims, t_in);
+    fills += (lp.factor - 1) * prefix_iters[j] * (same ? fresh(t_j) : vol);
+  }
+  return fills;
 }
 
 }  // namespace
@@ -115,9 +162,13 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
     instances[L] = 1;
     out.utilization = static_cast<double>(acc);  // compute instances used; normalised below
   }
-  int64_t temporal_iterations = 1;
+  // prefix_iters[i]: product of the temporal factors of loops 0..i-1 (all loops outside i).
+  int64_t prefix_iters[kMaxLoops + 1];
+  prefix_iters[0] = 1;
   for (int i = 0; i < n; ++i)
-    if (m.loops[i].kind == LoopKind::Temporal) temporal_iterations *= m.loops[i].factor;
+    prefix_iters[i + 1] =
+        prefix_iters[i] * (m.loops[i].kind == LoopKind::Temporal ? m.loops[i].factor : 1);
+  const int64_t temporal_iterations = prefix_iters[n];
 
   // --- Per tensor: tiles, fills per instance, then traffic between kept levels. --------------
   int64_t fills_per_instance[kMaxLevels];
@@ -131,35 +182,8 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
       out.access[l][t].tile = vol;
       out.level_occupancy[l] += vol;
       if (l == L - 1) continue;  // the backing store is never filled
-      // Walk the temporal loops outside the tile from inner to outer. A step of loop j moves
-      // rank r_j by its inner extent. As in Timeloop, the step keeps the part of the tile it
-      // shares with the previous one only while no relevant loop between j and the tile has
-      // rewound; after such a rewind the whole tile is fetched again.
-      int64_t shift[kMaxRanks];
-      std::fill_n(shift, R, int64_t{0});
-      int64_t outer_iters = 1;
-      for (int j = 0; j < b; ++j)
-        if (m.loops[j].kind == LoopKind::Temporal) outer_iters *= m.loops[j].factor;
-      int64_t fills = vol;
-      bool rewound = false;
-      for (int j = b - 1; j >= 0; --j) {
-        const FlatLoop& lp = m.loops[j];
-        if (lp.kind != LoopKind::Temporal) continue;
-        outer_iters /= lp.factor;
-        const bool relevant = pt.relevant_ranks >> lp.rank & 1;
-        int64_t delta = vol;
-        if (!rewound) {
-          if (!relevant) {
-            delta = 0;
-          } else {
-            shift[lp.rank] = suffix_ext[j + 1][lp.rank];
-            delta = tile_delta(pt, ext, shift, vol);
-            shift[lp.rank] = 0;
-          }
-        }
-        fills += (lp.factor - 1) * outer_iters * delta;
-        rewound = rewound || relevant;
-      }
+      int64_t fills;
+      fills = refill_count(pt, ext, vol, m, b, suffix_ext, prefix_iters);
       fills_per_instance[l] = fills;
       out.access[l][t].fills = fills * instances[l];
     }
@@ -179,8 +203,16 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
       const int64_t transfers = per_child * distinct * instances[l];
       TensorAccesses& a = out.access[l][t];
       if (pt.role == TensorRole::Output) {
+        // The first update of every output value writes onto zero: that value is neither read
+        // for accumulation nor (since Timeloop 2023) filled from above. Instances that split a
+        // reduction spatially each start their own partial sums.
+        int64_t elided = pt.volume;
+        for (int i = 0; i < boundary[l]; ++i)
+          if (m.loops[i].kind != LoopKind::Temporal && !(pt.relevant_ranks >> m.loops[i].rank & 1))
+            elided *= m.loops[i].factor;
         a.updates = transfers;
-        a.reads = std::max<int64_t>(0, transfers - pt.volume);
+        a.reads = std::max<int64_t>(0, transfers - elided);
+        if (!p.legacy_output_fills) a.fills = std::max<int64_t>(0, a.fills - elided);
       } else {
         a.reads = transfers;
       }
@@ -206,20 +238,30 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
     const PlanLevel& lv = p.levels[l];
     int64_t reads = 0, writes = 0;
     double e = 0;
+    // Energy is charged per vector access of block_size words, rounded up per instance and
+    // action as Timeloop does.
+    const int64_t inst = instances[l], block = lv.block_size;
+    auto vectors = [&](int64_t words) -> double {
+      if (block == 1 || words == 0) return static_cast<double>(words);
+      const int64_t per = words / inst;
+      return static_cast<double>(((per + block - 1) / block) * block * inst);
+    };
     for (int t = 0; t < T; ++t) {
       const TensorAccesses& a = out.access[l][t];
       reads += a.reads;
       writes += a.fills + a.updates;
-      e += static_cast<double>(a.reads) * lv.read_pj + static_cast<double>(a.fills) * lv.write_pj +
-           static_cast<double>(a.updates) * lv.update_pj;
+      e += vectors(a.reads) * lv.read_pj + vectors(a.fills) * lv.write_pj +
+           vectors(a.updates) * lv.update_pj;
     }
     out.level_energy_pj[l] = e;
     energy += e;
-    const double inst = static_cast<double>(instances[l]);
+    // Bandwidth-bound cycles of one instance, in whole cycles (Timeloop rounds up).
+    const double per_inst = static_cast<double>(inst);
     double c = 0;
-    if (lv.shared_bw > 0) c = std::max(c, static_cast<double>(reads + writes) / inst / lv.shared_bw);
-    if (lv.read_bw > 0) c = std::max(c, static_cast<double>(reads) / inst / lv.read_bw);
-    if (lv.write_bw > 0) c = std::max(c, static_cast<double>(writes) / inst / lv.write_bw);
+    if (lv.shared_bw > 0) c = std::max(c, static_cast<double>(reads + writes) / per_inst / lv.shared_bw);
+    if (lv.read_bw > 0) c = std::max(c, static_cast<double>(reads) / per_inst / lv.read_bw);
+    if (lv.write_bw > 0) c = std::max(c, static_cast<double>(writes) / per_inst / lv.write_bw);
+    c = std::ceil(c - 1e-9);
     out.level_cycles[l] = c;
     cycles = std::max(cycles, c);
   }

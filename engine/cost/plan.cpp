@@ -35,6 +35,7 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
     const Level& lv = c.levels[l];
     PlanLevel& pl = p.levels[l];
     pl.entries = lv.entries;
+    pl.block_size = lv.block_size;
     pl.multiple_buffering = lv.multiple_buffering;
     pl.read_bw = lv.read_bandwidth;
     pl.write_bw = lv.write_bandwidth;
@@ -47,6 +48,7 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
     pl.fanout_y = lv.fanout.y;
   }
   p.op_pj = c.compute.energy_pj;
+  p.legacy_output_fills = c.legacy_output_fills;
   p.operations = e.operations();
   return p;
 }

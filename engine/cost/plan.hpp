@@ -33,6 +33,7 @@ struct PlanTensor {
 
 struct PlanLevel {
   int64_t entries = 0;  // per instance; 0 = unbounded
+  int64_t block_size = 1;
   int multiple_buffering = 1;
   double read_bw = 0, write_bw = 0, shared_bw = 0;
   double read_pj = 0, write_pj = 0, update_pj = 0;
@@ -47,6 +48,7 @@ struct EvalPlan {
   std::array<PlanTensor, kMaxTensors> tensors{};
   std::array<PlanLevel, kMaxLevels> levels{};
   double op_pj = 0;
+  bool legacy_output_fills = false;
   int64_t operations = 0;
 };
 

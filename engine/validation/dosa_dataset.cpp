@@ -15,13 +15,13 @@
 namespace mapfuse {
 
 Core dosa_gemmini_core(int64_t pe_dim, int64_t acc_entries, int64_t sp_entries, double acc_kb,
-                       double sp_kb, double acc_bandwidth, double sp_bandwidth) {
+                       double sp_kb, double acc_bandwidth, double sp_bandwidth, int sp_block) {
   Core c;
   c.name = "dosa_gemmini";
   c.compute = {"MACC", 0.5608, 1e9, 1};
-  Level dram{.name = "DRAM", .word_bits = 8, .shared_bandwidth = 8, .read_pj = 100,
+  Level dram{.name = "DRAM", .word_bits = 8, .block_size = 64, .shared_bandwidth = 8, .read_pj = 100,
              .write_pj = 100, .update_pj = 100, .may_keep = kAllRoles};
-  Level sp{.name = "Scratchpad", .entries = sp_entries, .word_bits = 8,
+  Level sp{.name = "Scratchpad", .entries = sp_entries, .word_bits = 8, .block_size = sp_block,
            .shared_bandwidth = sp_bandwidth, .may_keep = role_bit(TensorRole::Weight) | role_bit(TensorRole::Input)};
   sp.read_pj = sp.write_pj = sp.update_pj = 0.49 + 0.02513 * sp_kb;
   sp.fanout.x = pe_dim;
@@ -34,6 +34,7 @@ Core dosa_gemmini_core(int64_t pe_dim, int64_t acc_entries, int64_t sp_entries, 
   Level reg{.name = "Registers", .entries = 1, .word_bits = 8, .read_pj = 0.48746172,
             .write_pj = 0.48746172, .update_pj = 0.48746172, .may_keep = role_bit(TensorRole::Weight)};
   c.levels = {reg, acc, sp, dram};
+  c.legacy_output_fills = true;  // the dataset was made with a 2022 Timeloop
   finalize(c, "dosa_gemmini");
   return c;
 }
@@ -90,11 +91,13 @@ DosaDataset load_dosa_dataset(const std::string& path) {
                             static_cast<int64_t>(num(row, c_sp_entries, r)),
                             static_cast<int64_t>(acc_kb), static_cast<int64_t>(sp_kb),
                             static_cast<int64_t>(num(row, c_acc_bw, r)),
-                            static_cast<int64_t>(num(row, c_sp_bw, r))};
+                            static_cast<int64_t>(num(row, c_sp_bw, r)),
+                            static_cast<int64_t>(num(row, c_sp_width, r)) / 8};
     auto [cit, cnew] = core_index.emplace(ck, static_cast<int>(d.cores.size()));
     if (cnew)
       d.cores.push_back(dosa_gemmini_core(ck[0], ck[1], ck[2], acc_kb, sp_kb,
-                                          static_cast<double>(ck[5]), static_cast<double>(ck[6])));
+                                          static_cast<double>(ck[5]), static_cast<double>(ck[6]),
+                                          static_cast<int>(ck[7])));
     d.rows.push_back({lit->second, cit->second, row[c_map], num(row, c_energy, r) * 1e6,
                       num(row, c_cycle, r), r});
   }

@@ -30,9 +30,10 @@ struct DosaDataset {
 DosaDataset load_dosa_dataset(const std::string& path);
 
 // DOSA's Gemmini as Timeloop models it (levels Registers, Accumulator, Scratchpad, DRAM).
-// Capacities are per instance in words; sp_kb and acc_kb are the totals DOSA's fits take.
+// Capacities are per instance in words; sp_kb and acc_kb are the totals DOSA's fits take;
+// sp_block is the scratchpad's words per vector access (its width / 8 bits).
 Core dosa_gemmini_core(int64_t pe_dim, int64_t acc_entries, int64_t sp_entries, double acc_kb,
-                       double sp_kb, double acc_bandwidth, double sp_bandwidth);
+                       double sp_kb, double acc_bandwidth, double sp_bandwidth, int sp_block);
 
 struct ErrorStats {
   double median = 0, p99 = 0, max = 0;  // percent

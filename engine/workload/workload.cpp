@@ -133,6 +133,7 @@ std::string describe(const Workload& w) {
           expr += (expr.empty() ? "" : "+") +
                   (term.coeff == 1 ? "" : std::to_string(term.coeff) + "*") +
                   e.ranks[term.rank].name;
+        if (expr.empty()) expr = "0";  // a size-1 dimension indexed by no rank
         dims += (dims.empty() ? "" : ",") + expr;
       }
       std::string ref = t.name + "[" + dims + "]";
