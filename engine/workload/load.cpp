@@ -140,7 +140,10 @@ Workload load_workload_toml(const std::string& path) {
       return index[n];
     };
     std::vector<TomlReader> tensors = er.tables("tensors");
-    if (tensors.empty()) er.fail("tensors", "missing; expected an array of tensors with name, role and dims");
+    if (tensors.empty()) {
+      er.finish();  // a misspelt key ("tensorz") is the likelier cause: name it
+      er.fail("tensors", "missing; expected an array of tensors with name, role and dims");
+    }
     for (TomlReader& tr : tensors) {
       TensorAccess ta;
       ta.name = tr.str("name");

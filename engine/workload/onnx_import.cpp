@@ -131,7 +131,8 @@ const std::set<std::string> kUnary = {
     "Gelu",      "Softplus",  "Softsign", "Selu",       "Elu",      "Celu",        "Mish",
     "Reciprocal", "Floor",    "Ceil",     "Round",      "Sign",     "Sin",         "Cos",
     "BatchNormalization", "InstanceNormalization", "LayerNormalization", "LRN",
-    "Cast",      "QuantizeLinear", "DequantizeLinear", "Not", "IsNaN"};
+    "Cast",      "QuantizeLinear", "DequantizeLinear", "Not", "IsNaN", "Silu", "Swish",
+    "LpNormalization", "MeanVarianceNormalization", "ThresholdedRelu", "Shrink"};
 const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min",
                                        "Sum", "Mean", "And", "Or", "Xor", "Equal", "Less",
                                        "Greater", "Where", "Mod"};

@@ -1,0 +1,204 @@
+// Model zoo: structure and MAC totals against hand-derived layer-by-layer sums.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "engine/common/error.hpp"
+#include "engine/workload/zoo.hpp"
+
+using namespace mapfuse;
+
+namespace {
+int64_t macs(const Workload& w) {
+  int64_t s = 0;
+  for (size_t i = 0; i < w.einsums.size(); ++i)
+    if (w.einsums[i].op == OpKind::Mac) s += w.count(static_cast<int>(i)) * w.einsums[i].operations();
+  return s;
+}
+int count_op(const Workload& w, OpKind k) {
+  return static_cast<int>(std::count_if(w.einsums.begin(), w.einsums.end(), [&](const Einsum& e) { return e.op == k; }));
+}
+const Einsum& einsum(const Workload& w, std::string_view n) {
+  const int i = w.einsum_index(n);
+  REQUIRE_MESSAGE(i >= 0, n);
+  return w.einsums[i];
+}
+// MACs of a k x k conv producing H x H x K from C channels.
+constexpr int64_t conv(int64_t H, int64_t C, int64_t K, int64_t k) { return H * H * C * K * k * k; }
+}  // namespace
+
+TEST_CASE("workload zoo resnet18: DAG shape and 1.814 GMACs") {
+  Workload w = zoo_workload("resnet18", {});
+  // conv1 + 16 block convs + 3 downsamples + fc
+  CHECK(count_op(w, OpKind::Mac) == 21);
+  CHECK(count_op(w, OpKind::Elementwise) == 8);  // residual adds
+  CHECK(count_op(w, OpKind::Pool) == 2);         // maxpool, avgpool
+  const int64_t expected = conv(112, 3, 64, 7)                               // conv1
+                           + 4 * conv(56, 64, 64, 3)                         // layer1
+                           + conv(28, 64, 128, 3) + 3 * conv(28, 128, 128, 3) + conv(28, 64, 128, 1)
+                           + conv(14, 128, 256, 3) + 3 * conv(14, 256, 256, 3) + conv(14, 128, 256, 1)
+                           + conv(7, 256, 512, 3) + 3 * conv(7, 512, 512, 3) + conv(7, 256, 512, 1)
+                           + 512 * 1000;                                     // fc
+  CHECK(expected == 1814073344);
+  CHECK(macs(w) == expected);
+  // The first residual add joins the block output and the maxpool output (a real branch).
+  const Einsum& add = einsum(w, "layer1.0.add");
+  CHECK(add.tensors.size() == 3);
+  CHECK(add.tensors[0].name == "layer1.0.conv2");
+  CHECK(add.tensors[1].name == "maxpool");
+  const TensorInfo& mp = w.tensors[w.tensor_index("maxpool")];
+  CHECK(mp.consumers.size() == 2);
+  CHECK(w.einsums[mp.producer].name == "maxpool");
+  // Timeloop cnn-layer semantics: conv1's input view covers (112-1)*2 + 7 = 229 rows (padding).
+  const Einsum& c1 = einsum(w, "conv1");
+  int64_t ext[kMaxRanks];
+  for (size_t r = 0; r < c1.ranks.size(); ++r) ext[r] = c1.ranks[r].size;
+  CHECK(Einsum::dim_extent(c1.tensors[1].dims[2], ext) == 229);
+  CHECK(c1.tensors[0].role == TensorRole::Weight);
+  CHECK(c1.tensors[1].role == TensorRole::Input);
+  CHECK(c1.tensors[2].role == TensorRole::Output);
+  // Batch is a parameter.
+  CHECK(macs(zoo_workload("resnet18", {4, 1})) == 4 * expected);
+}
+
+TEST_CASE("workload zoo resnet50: 4.089 GMACs as DOSA's layer counts give") {
+  Workload w = zoo_workload("resnet50", {});
+  CHECK(count_op(w, OpKind::Mac) == 54);          // 53 convs + fc
+  CHECK(count_op(w, OpKind::Elementwise) == 16);  // one add per bottleneck
+  // Bottleneck (torchvision v1.5, stride on the 3x3): per stage l with width c at size H.
+  // First block: conv1 1x1 at the input resolution (the stride is on conv2), strided 1x1 downsample.
+  auto stage = [](int n, int64_t H, int64_t Hin, int64_t cin, int64_t c) {
+    return conv(Hin, cin, c, 1) + conv(H, c, c, 3) + conv(H, c, 4 * c, 1) + conv(H, cin, 4 * c, 1) +
+           (n - 1) * (conv(H, 4 * c, c, 1) + conv(H, c, c, 3) + conv(H, c, 4 * c, 1));
+  };
+  const int64_t expected = conv(112, 3, 64, 7) + stage(3, 56, 56, 64, 64) + stage(4, 28, 56, 256, 128) +
+                           stage(6, 14, 28, 512, 256) + stage(3, 7, 14, 1024, 512) + 2048 * 1000;
+  CHECK(expected == 4089184256);
+  CHECK(macs(w) == expected);
+  CHECK(einsum(w, "layer2.0.conv2").ranks[2].size == 28);  // P after the strided 3x3
+}
+
+TEST_CASE("workload zoo vgg16 and vgg19: 15.47 and 19.63 GMACs") {
+  const int64_t fc = 512 * 7 * 7 * 4096 + 4096 * 4096 + 4096 * 1000;
+  const int64_t v16 = conv(224, 3, 64, 3) + conv(224, 64, 64, 3) + conv(112, 64, 128, 3) +
+                      conv(112, 128, 128, 3) + conv(56, 128, 256, 3) + 2 * conv(56, 256, 256, 3) +
+                      conv(28, 256, 512, 3) + 2 * conv(28, 512, 512, 3) + 3 * conv(14, 512, 512, 3) + fc;
+  const int64_t v19 = v16 + conv(56, 256, 256, 3) + conv(28, 512, 512, 3) + conv(14, 512, 512, 3);
+  CHECK(v16 == 15470264320);
+  Workload w16 = zoo_workload("vgg16", {});
+  CHECK(count_op(w16, OpKind::Mac) == 16);
+  CHECK(count_op(w16, OpKind::Pool) == 5);
+  CHECK(macs(w16) == v16);
+  Workload w19 = zoo_workload("vgg19", {});
+  CHECK(count_op(w19, OpKind::Mac) == 19);
+  CHECK(macs(w19) == v19);
+  CHECK(v19 == 19632062464);
+}
+
+TEST_CASE("workload zoo mobilenet_v1 and mobilenet_v2: 0.569 and 0.301 GMACs") {
+  // MobileNetV1 (Howard et al. Table 1): depthwise 3x3 + pointwise per row.
+  auto dwpw = [](int64_t Hout, int64_t C, int64_t K) { return Hout * Hout * C * 9 + Hout * Hout * C * K; };
+  const int64_t v1 = conv(112, 3, 32, 3) + dwpw(112, 32, 64) + dwpw(56, 64, 128) + dwpw(56, 128, 128) +
+                     dwpw(28, 128, 256) + dwpw(28, 256, 256) + dwpw(14, 256, 512) + 5 * dwpw(14, 512, 512) +
+                     dwpw(7, 512, 1024) + dwpw(7, 1024, 1024) + 1024 * 1000;
+  CHECK(v1 == 568740352);
+  Workload w1 = zoo_workload("mobilenet_v1", {});
+  CHECK(macs(w1) == v1);
+  CHECK(count_op(w1, OpKind::Mac) == 28);
+  CHECK(einsum(w1, "conv1.dw").rank_index("K") == -1);  // depthwise: no K rank
+
+  // MobileNetV2 (torchvision): expand 1x1 (t=6), depthwise 3x3 (stride on the first block),
+  // project 1x1; residual when stride 1 and channels match.
+  int64_t v2 = conv(112, 3, 32, 3);
+  int64_t H = 112, cin = 32, adds = 0;
+  struct S { int64_t t, c, n, s; };
+  for (S st : {S{1, 16, 1, 1}, S{6, 24, 2, 2}, S{6, 32, 3, 2}, S{6, 64, 4, 2}, S{6, 96, 3, 1}, S{6, 160, 3, 2},
+               S{6, 320, 1, 1}})
+    for (int i = 0; i < st.n; ++i) {
+      const int64_t s = i == 0 ? st.s : 1, hid = cin * st.t, Ho = H / s;
+      if (st.t != 1) v2 += H * H * cin * hid;
+      v2 += Ho * Ho * hid * 9 + Ho * Ho * hid * st.c;
+      adds += (s == 1 && cin == st.c);
+      H = Ho;
+      cin = st.c;
+    }
+  v2 += 7 * 7 * 320 * 1280 + 1280 * 1000;
+  CHECK(v2 == 300774272);
+  Workload w2 = zoo_workload("mobilenet_v2", {});
+  CHECK(macs(w2) == v2);
+  CHECK(count_op(w2, OpKind::Elementwise) == adds);
+  CHECK(adds == 10);
+  CHECK(count_op(w2, OpKind::Mac) == 53);  // 52 convs + classifier
+}
+
+TEST_CASE("workload zoo gpt3_6.7b: 10 Einsums named and shaped as in AccelForge") {
+  Workload w = zoo_workload("gpt3_6.7b", {});
+  std::vector<std::string> names;
+  for (const auto& e : w.einsums) names.push_back(e.name);
+  CHECK(names == std::vector<std::string>{"I", "V", "K", "Q", "QK", "QK_softmax", "AV", "Z", "FFA", "FFB"});
+  CHECK(einsum(w, "I").op == OpKind::Copy);
+  CHECK(einsum(w, "QK_softmax").op == OpKind::Softmax);
+  const int64_t T = 8192, D = 4096;
+  CHECK(einsum(w, "V").operations() == T * D * D);             // 1.37e11
+  CHECK(einsum(w, "QK").operations() == T * T * 32 * 128);     // 2.75e11
+  CHECK(einsum(w, "AV").operations() == T * T * 32 * 128);
+  CHECK(einsum(w, "FFA").operations() == T * D * 16384);       // 5.50e11
+  CHECK(macs(w) == 4 * T * D * D + 2 * T * T * D + 2 * T * D * 16384);
+  CHECK(macs(w) == 2199023255552);  // ~2.2e12 (timeloop_ffm.md 2.6)
+  // Tensor names, ranks and roles.
+  const Einsum& qk = einsum(w, "QK");
+  CHECK(qk.tensors[0].name == "Q");
+  CHECK(qk.tensors[0].role == TensorRole::Input);
+  CHECK(qk.tensors[1].name == "K");
+  CHECK(qk.tensors[1].role == TensorRole::Weight);
+  CHECK(qk.tensors[1].dims[1][0].rank == qk.rank_index("P"));  // K[b,p,h,e]
+  CHECK(einsum(w, "AV").tensors[1].name == "V");
+  CHECK(einsum(w, "AV").tensors[1].role == TensorRole::Weight);
+  CHECK(einsum(w, "V").tensors[1].name == "WV");
+  CHECK(einsum(w, "V").tensors[1].dims.size() == 3);  // WV[h,e,d]
+  CHECK(w.tensors[w.tensor_index("I")].consumers.size() == 3);
+  CHECK(w.tensors[w.tensor_index("V")].consumers.size() == 1);
+  // FFM paper setting: batch 64, 4096 tokens -> 5.28e13 linear + 8.80e12 attention MACs.
+  Workload p = zoo_workload("gpt3_6.7b", {64, 4096});
+  const int64_t linear = int64_t{201326592} * 64 * 4096, attention = int64_t{2} * 64 * 4096 * 4096 * 32 * 128;
+  CHECK(macs(p) == linear + attention);
+}
+
+TEST_CASE("workload zoo matmul_chain_<n>: FFM shape cycle, T<i> -> T<i+1>") {
+  Workload w = zoo_workload("matmul_chain_6", {});
+  REQUIRE(w.einsums.size() == 6);
+  const int64_t N[] = {16384, 4096, 4096, 16384, 16384, 4096}, K[] = {16384, 16384, 4096, 4096, 16384, 16384};
+  int64_t total = 0;
+  for (int i = 0; i < 6; ++i) {
+    const Einsum& e = w.einsums[i];
+    CHECK(e.name == "MM" + std::to_string(i));
+    CHECK(e.ranks[e.rank_index("M")].size == 8192);
+    CHECK(e.ranks[e.rank_index("N")].size == N[i]);
+    CHECK(e.ranks[e.rank_index("K")].size == K[i]);
+    CHECK(e.tensors[0].name == "T" + std::to_string(i));
+    CHECK(e.tensors[2].name == "T" + std::to_string(i + 1));
+    total += 8192 * N[i] * K[i];
+  }
+  CHECK(macs(w) == total);
+  CHECK(w.tensors[w.tensor_index("T3")].producer == 2);
+  CHECK(zoo_workload("matmul_chain_1", {}).einsums.size() == 1);
+  CHECK(zoo_workload("matmul_chain_64", {}).einsums.size() == 64);
+  CHECK_THROWS_AS(zoo_workload("matmul_chain_0", {}), InputError);
+  CHECK_THROWS_AS(zoo_workload("matmul_chain_x", {}), InputError);
+}
+
+TEST_CASE("workload zoo: every name finalizes, unknown names and bad parameters throw") {
+  for (const auto& n : zoo_names()) {
+    const std::string name = n == "matmul_chain_<n>" ? "matmul_chain_4" : n;
+    Workload w = zoo_workload(name, {});
+    CHECK_MESSAGE(!w.tensors.empty(), name);  // finalize() built the tensor table
+  }
+  try {
+    zoo_workload("resnet51", {});
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("did you mean 'resnet50'") != std::string::npos);
+  }
+  CHECK_THROWS_AS(zoo_workload("resnet18", {0, 1}), InputError);
+  CHECK_THROWS_AS(zoo_workload("gpt3_6.7b", {1, -5}), InputError);
+}
