@@ -64,6 +64,17 @@ void BM_EvalResNet50Conv3x3_GemminiDefault_AnyMapping(benchmark::State& state) {
 
 }  // namespace
 
+// One mapping over and over: the floor set by the arithmetic alone (branches all predicted).
+void BM_EvalResNet50Conv3x3_GemminiDefault_OneMapping(benchmark::State& state) {
+  static const Pool p = [] {
+    Pool q = make_pool("gemmini_default", true);
+    q.mappings.resize(1);
+    return q;
+  }();
+  run(state, p);
+}
+
 BENCHMARK(BM_EvalResNet50Conv3x3_GemminiDefault);
+BENCHMARK(BM_EvalResNet50Conv3x3_GemminiDefault_OneMapping);
 BENCHMARK(BM_EvalResNet50Conv3x3_TPUv4i);
 BENCHMARK(BM_EvalResNet50Conv3x3_GemminiDefault_AnyMapping);

@@ -3,84 +3,187 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <numeric>
+#include <vector>
 
 namespace mapfuse {
 namespace {
 
-// Volume of a tensor tile whose rank extents are `ext`.
-inline int64_t tile_volume(const PlanTensor& t, const int64_t* ext) {
-  int64_t v = 1;
-  for (int d = 0; d < t.n_dims; ++d) {
-    const PlanDim& dim = t.dims[d];
-    int64_t e = 1;
-    for (int k = 0; k < dim.n_terms; ++k) e += dim.terms[k].coeff * (ext[dim.terms[k].rank] - 1);
-    v *= e;
-  }
-  return v;
+struct Geometry {
+  int n = 0;
+  int boundary[kMaxLevels];               // index of the first loop of each level
+  int64_t stride[kMaxLoops];              // extent of loop i's rank over the loops inside i
+  int64_t prefix_iters[kMaxLoops + 1];    // product of temporal factors of loops 0..i-1
+  int spatial_begin[kMaxLevels];          // spatial loops of level l: [spatial_begin, level_end)
+  int level_end[kMaxLevels];
+  int64_t tile_ext[kMaxLevels][kMaxRanks + 1];  // rank extents of each level's tile (+ pad slot)
+  int64_t instances[kMaxLevels];          // instances of each level used (outer spatial product)
+};
+
+inline int64_t dim_extent(const PlanDim& d, const int64_t* ext) {
+  int64_t e = 1;
+  for (int k = 0; k < kMaxTerms; ++k) e += d.terms[k].coeff * (ext[d.terms[k].rank] - 1);
+  return e;
 }
 
 // Words moved into one instance of a level over the whole run (Timeloop's temporal delta
 // analysis). Timeloop visits, for every temporal loop above the tile, only its first and second
 // iteration and weights the second by (factor - 1); consecutive visits differ by a step of one loop
-// with every inner loop moved back by one step. A visit reuses the overlap with the previous tile
-// only while the translation equals the one established by the innermost loop (its "same-stride"
-// rule); otherwise the whole tile is fetched. Replaying that visit order in closed form gives:
+// with every loop inside it moved back by one step. A visit reuses the overlap with the previous
+// tile only while the translation equals the one the innermost loop established (its
+// "same-stride" rule); otherwise the whole tile is fetched again. Replaying that visit order in
+// closed form gives
 //   fills = V + N_in * new(T_in) + sum_{j outer} N_j * (T_j == T_in ? new(T_j) : V)
-// where T_j is the translation at a step of loop j, N_j its number of steps, and new(T) the part of
-// a tile not covered by its copy moved by -T.
-int64_t refill_count(const PlanTensor& t, const int64_t* ext, int64_t vol, const FlatMapping& m,
-                     int boundary, const int64_t (*suffix_ext)[kMaxRanks],
-                     const int64_t* prefix_iters) {
-  int inner = -1;
-  for (int j = boundary - 1; j >= 0; --j)
-    if (m.loops[j].kind == LoopKind::Temporal) {
-      inner = j;
-      break;
-    }
+// with T_j the translation of the tile at a step of loop j, N_j = (f_j - 1) * prod(outer f) its
+// number of steps, and new(T) the part of a tile not covered by its copy moved by -T.
+// Per-dimension vectors are padded to kMaxTensorDims (extent 1, shift 0) so that the loops over
+// them have a constant trip count and compile to a few vector instructions.
+using DimVec = std::array<int64_t, kMaxTensorDims>;
+
+inline bool equal(const DimVec& a, const DimVec& b) {
+  bool eq = true;
+  for (int d = 0; d < kMaxTensorDims; ++d) eq &= a[d] == b[d];
+  return eq;
+}
+
+inline int64_t refill_count(const PlanTensor& t, const DimVec& extent, int64_t vol,
+                            const FlatMapping& m, const Geometry& g, int boundary) {
+  // Innermost temporal loop above the tile: it sets the reference translation T_in.
+  int inner = boundary - 1;
+  while (inner >= 0 && m.loops[inner].kind != LoopKind::Temporal) --inner;
   if (inner < 0) return vol;
-  // Translation of each tensor dimension at a step of loop j: loop j advances one step, every
-  // temporal loop between j and the tile steps back by one.
-  auto translation = [&](int j, int64_t* out) {
-    int64_t rank_shift[kMaxRanks] = {};
-    rank_shift[m.loops[j].rank] += suffix_ext[j + 1][m.loops[j].rank];
-    for (int k = j + 1; k < boundary; ++k)
-      if (m.loops[k].kind == LoopKind::Temporal)
-        rank_shift[m.loops[k].rank] -= suffix_ext[k + 1][m.loops[k].rank];
-    for (int d = 0; d < t.n_dims; ++d) {
-      int64_t sh = 0;
-      for (int q = 0; q < t.dims[d].n_terms; ++q)
-        sh += t.dims[d].terms[q].coeff * rank_shift[t.dims[d].terms[q].rank];
-      out[d] = sh;
+  DimVec t_in{}, rewind{};
+  {
+    const int r = m.loops[inner].rank;
+    for (int k = 0; k < t.rank_terms[r]; ++k) {
+      t_in[t.rank_dim[r][k]] = t.rank_coeff[r][k] * g.stride[inner];
+      rewind[t.rank_dim[r][k]] = -t_in[t.rank_dim[r][k]];
     }
-  };
-  int64_t extent[kMaxTensorDims];
-  for (int d = 0; d < t.n_dims; ++d) {
-    int64_t e = 1;
-    for (int q = 0; q < t.dims[d].n_terms; ++q)
-      e += t.dims[d].terms[q].coeff * (ext[t.dims[d].terms[q].rank] - 1);
-    extent[d] = e;
   }
-  auto fresh = [&](const int64_t* shift) {
-    int64_t overlap = 1;
-    for (int d = 0; d < t.n_dims; ++d) {
-      const int64_t o = extent[d] - (shift[d] < 0 ? -shift[d] : shift[d]);
-      if (o <= 0) return vol;
-      overlap *= o;
-    }
-    return vol - overlap;
-  };
-  int64_t t_in[kMaxTensorDims], t_j[kMaxTensorDims];
-  translation(inner, t_in);
-  const FlatLoop& li = m.loops[inner];
-  int64_t fills = vol + (li.factor - 1) * prefix_iters[inner] * fresh(t_in);
+  const uint64_t key_in = t.rank_key[m.loops[inner].rank] * static_cast<uint64_t>(g.stride[inner]);
+  uint64_t key_rewind = 0 - key_in;
+  // new(T_in): the part of the tile not covered by its copy moved by -T_in.
+  int64_t overlap = 1;
+  for (int d = 0; d < kMaxTensorDims; ++d)
+    overlap *= std::max<int64_t>(0, extent[d] - (t_in[d] < 0 ? -t_in[d] : t_in[d]));
+  const int64_t fresh_in = vol - overlap;
+  // Since the steps of all loops above the tile add up to prod(f) - 1, only the steps whose
+  // translation equals T_in need counting: fills = V * prod(f) - (V - new(T_in)) * same_steps.
+  // rewind: the translation from the loops between the current one and the tile each stepping
+  // back once.
+  int64_t same_steps = (m.loops[inner].factor - 1) * g.prefix_iters[inner];
+  bool rewind_is_t_in = key_rewind == key_in && equal(rewind, t_in);
   for (int j = inner - 1; j >= 0; --j) {
     const FlatLoop& lp = m.loops[j];
     if (lp.kind != LoopKind::Temporal) continue;
-    translation(j, t_j);
-    const bool same = std::equal(t_j, t_j + t.n_dims, t_in);
-    fills += (lp.factor - 1) * prefix_iters[j] * (same ? fresh(t_j) : vol);
+    const int r = lp.rank;
+    bool same = rewind_is_t_in;  // a loop over a rank t does not index moves only the rewinds
+    if (t.rank_terms[r] != 0) {
+      const uint64_t key_step = t.rank_key[r] * static_cast<uint64_t>(g.stride[j]);
+      same = key_rewind + key_step == key_in;
+      if (same) {
+        DimVec t_j = rewind;
+        for (int k = 0; k < t.rank_terms[r]; ++k) t_j[t.rank_dim[r][k]] += t.rank_coeff[r][k] * g.stride[j];
+        same = equal(t_j, t_in);
+      }
+      for (int k = 0; k < t.rank_terms[r]; ++k) rewind[t.rank_dim[r][k]] -= t.rank_coeff[r][k] * g.stride[j];
+      key_rewind -= key_step;
+      rewind_is_t_in = key_rewind == key_in && equal(rewind, t_in);
+    }
+    if (same) same_steps += (lp.factor - 1) * g.prefix_iters[j];
   }
-  return fills;
+  return vol * g.prefix_iters[boundary] - (vol - fresh_in) * same_steps;
+}
+
+// General case (a rank in several dimensions of one tensor): enumerate start points.
+int64_t distinct_groups_slow(const PlanTensor& t, const FlatMapping& m, const Geometry& g,
+                             const std::vector<int>& loops) {
+  std::vector<int64_t> idx(loops.size(), 0), points;
+  while (true) {
+    int64_t off[kMaxRanks + 1] = {};
+    for (size_t q = 0; q < loops.size(); ++q) off[m.loops[loops[q]].rank] += idx[q] * g.stride[loops[q]];
+    for (int d = 0; d < t.n_dims; ++d) {
+      int64_t o = 0;
+      for (int k = 0; k < kMaxTerms; ++k) o += t.dims[d].terms[k].coeff * off[t.dims[d].terms[k].rank];
+      points.push_back(o);
+    }
+    size_t q = 0;
+    while (q < loops.size() && ++idx[q] == m.loops[loops[q]].factor) idx[q++] = 0;
+    if (q == loops.size()) break;
+  }
+  const size_t D = static_cast<size_t>(t.n_dims);
+  std::vector<size_t> order(points.size() / D);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto less = [&](size_t a, size_t b) {
+    return std::lexicographical_compare(points.begin() + a * D, points.begin() + (a + 1) * D,
+                                        points.begin() + b * D, points.begin() + (b + 1) * D);
+  };
+  std::sort(order.begin(), order.end(), less);
+  int64_t distinct = order.empty() ? 0 : 1;
+  for (size_t i = 1; i < order.size(); ++i) distinct += less(order[i - 1], order[i]);
+  return distinct;
+}
+
+// Distinct values of sum_s w_s * i_s over 0 <= i_s < f_s.
+int64_t distinct_sums(const int64_t* w, const int64_t* f, int k) {
+  if (k == 1) return f[0];
+  if (k == 2) {
+    // a*i + b*j repeats exactly when (i, j) -> (i - b', j + a') stays in range, with a', b' the
+    // weights divided by their gcd.
+    const int64_t gcd = std::gcd(w[0], w[1]);
+    const int64_t a = w[0] / gcd, b = w[1] / gcd;
+    return f[0] * f[1] - std::max<int64_t>(0, f[0] - b) * std::max<int64_t>(0, f[1] - a);
+  }
+  std::vector<int64_t> values{0};
+  for (int q = 0; q < k; ++q) {
+    const size_t size = values.size();
+    for (int64_t i = 1; i < f[q]; ++i)
+      for (size_t v = 0; v < size; ++v) values.push_back(values[v] + i * w[q]);
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+  }
+  return static_cast<int64_t>(values.size());
+}
+
+// Number of distinct data sets that the spatial loops of levels child+1..level hand to the
+// instances below: instances whose tiles start at the same point of the tensor share one
+// transfer (multicast of inputs, spatial reduction of outputs). Timeloop compares the start
+// points of the instances' tiles, so partly overlapping windows still count separately.
+int64_t distinct_groups(const PlanTensor& t, const FlatMapping& m, const Geometry& g, int child,
+                        int level) {
+  int64_t product = 1;
+  int hits[kMaxTensorDims] = {};
+  int64_t w[kMaxTensorDims][kMaxLoops], f[kMaxTensorDims][kMaxLoops];
+  bool collide = false, general = false;
+  for (int lv = child + 1; lv <= level; ++lv)
+    for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i) {
+      const FlatLoop& lp = m.loops[i];
+      const int terms = t.rank_terms[lp.rank];
+      if (terms == 0) continue;
+      product *= lp.factor;
+      if (terms != 1) {
+        general = true;
+        continue;
+      }
+      const int d = t.rank_dim[lp.rank][0];
+      w[d][hits[d]] = t.rank_coeff[lp.rank][0] * g.stride[i];
+      f[d][hits[d]] = lp.factor;
+      collide |= ++hits[d] > 1;
+    }
+  if (general) {
+    std::vector<int> loops;
+    for (int lv = child + 1; lv <= level; ++lv)
+      for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
+        if (t.rank_terms[m.loops[i].rank] != 0) loops.push_back(i);
+    return distinct_groups_slow(t, m, g, loops);
+  }
+  if (!collide) return product;
+  // Two spatial loops move the same dimension (e.g. P and R over an input row): count the
+  // distinct start points of each dimension.
+  int64_t groups = 1;
+  for (int d = 0; d < t.n_dims; ++d)
+    if (hits[d] > 0) groups *= distinct_sums(w[d], f[d], hits[d]);
+  return groups;
 }
 
 }  // namespace
@@ -100,116 +203,109 @@ std::string_view to_string(Invalid k) {
 
 void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
   const int R = p.n_ranks, T = p.n_tensors, L = p.n_levels, n = m.n_loops;
-  out = CostResult{};
+  // Reset only the part of the result this plan uses.
+  out.invalid = Invalid::None;
+  out.invalid_level = -1;
   out.operations = p.operations;
+  for (int l = 0; l < L; ++l) {
+    for (int t = 0; t < T; ++t) out.access[l][t] = {};
+    out.level_energy_pj[l] = out.level_cycles[l] = 0;
+    out.level_occupancy[l] = 0;
+  }
   auto fail = [&](Invalid why, int level) {
     out.invalid = why;
     out.invalid_level = static_cast<int8_t>(level);
+    out.energy_pj = out.cycles = 0;
   };
   if (m.n_levels != L) return fail(Invalid::LevelCount, -1);
 
-  // --- Structure: factor products, fan-out, keep rules. -----------------------------------
-  int64_t product[kMaxRanks];
-  std::fill_n(product, R, int64_t{1});
-  int64_t fan_x[kMaxLevels] = {}, fan_y[kMaxLevels] = {};
+  // --- Structure and geometry in two passes over the loops. ---------------------------------
+  // Level l's loops iterate over the tiles of the inner levels while its buffer holds their
+  // union, so its tile spans loops boundary[l]..n-1, and the temporal loops before boundary[l]
+  // decide what it is refilled with. Spatial loops of level l fan out into level l-1.
+  Geometry g;
+  int64_t fan_x[kMaxLevels], fan_y[kMaxLevels];
   std::fill_n(fan_x, L, int64_t{1});
   std::fill_n(fan_y, L, int64_t{1});
-  for (int i = 0; i < n; ++i) {
-    const FlatLoop& lp = m.loops[i];
-    product[lp.rank] *= lp.factor;
-    if (lp.kind == LoopKind::SpatialX) fan_x[lp.level] *= lp.factor;
-    if (lp.kind == LoopKind::SpatialY) fan_y[lp.level] *= lp.factor;
+  g.prefix_iters[0] = 1;
+  {
+    int level = L;
+    for (int l = 0; l < L; ++l) g.spatial_begin[l] = -1;
+    for (int i = 0; i < n; ++i) {
+      const FlatLoop& lp = m.loops[i];
+      while (level > lp.level) g.boundary[--level] = i;
+      if (lp.kind != LoopKind::Temporal && g.spatial_begin[lp.level] < 0) g.spatial_begin[lp.level] = i;
+      g.prefix_iters[i + 1] = g.prefix_iters[i] * (lp.kind == LoopKind::Temporal ? lp.factor : 1);
+      if (lp.kind == LoopKind::SpatialX) fan_x[lp.level] *= lp.factor;
+      else if (lp.kind == LoopKind::SpatialY) fan_y[lp.level] *= lp.factor;
+    }
+    while (level > 0) g.boundary[--level] = n;
+    for (int l = 0; l < L; ++l) {
+      g.level_end[l] = l == 0 ? n : g.boundary[l - 1];
+      if (g.spatial_begin[l] < 0) g.spatial_begin[l] = g.level_end[l];
+    }
   }
-  for (int r = 0; r < R; ++r)
-    if (product[r] != p.rank_size[r]) return fail(Invalid::FactorProduct, -1);
-  for (int l = 0; l < L; ++l) {
-    if (fan_x[l] > p.levels[l].fanout_x || fan_y[l] > p.levels[l].fanout_y)
-      return fail(Invalid::FanoutExceeded, l);
+  {
+    // Walk the loops inside out, level by level, recording each loop's stride (the extent of
+    // its rank over the loops inside it) and each level's tile extents.
+    int64_t run[kMaxRanks + 1];
+    std::fill_n(run, kMaxRanks + 1, int64_t{1});
+    int end = n;
+    for (int l = 0; l < L; ++l) {
+      for (int i = end - 1; i >= g.boundary[l]; --i) {
+        g.stride[i] = run[m.loops[i].rank];
+        run[m.loops[i].rank] *= m.loops[i].factor;
+      }
+      end = g.boundary[l];
+      std::copy_n(run, kMaxRanks + 1, g.tile_ext[l]);
+    }
+    for (int r = 0; r < R; ++r)
+      if (run[r] != p.rank_size[r]) return fail(Invalid::FactorProduct, -1);
+  }
+  int64_t used_compute = 1;
+  for (int l = L - 1; l >= 0; --l) {
+    const PlanLevel& lv = p.levels[l];
+    if (fan_x[l] > lv.fanout_x || fan_y[l] > lv.fanout_y) return fail(Invalid::FanoutExceeded, l);
     for (int t = 0; t < T; ++t)
-      if ((m.keep[l] >> t & 1) && !(p.levels[l].may_keep & role_bit(p.tensors[t].role)))
+      if ((m.keep[l] >> t & 1) && !(lv.may_keep & role_bit(p.tensors[t].role)))
         return fail(Invalid::KeepNotAllowed, l);
+    out.level_instances[l] = g.instances[l] = used_compute;
+    used_compute *= fan_x[l] * fan_y[l];
   }
   for (int t = 0; t < T; ++t)
     if (!(m.keep[L - 1] >> t & 1)) return fail(Invalid::BackingMissing, L - 1);
+  const int64_t temporal_iterations = g.prefix_iters[n];
 
-  // --- Nest geometry. ------------------------------------------------------------------------
-  // boundary[l]: index of the first loop of level l. Level l's loops iterate over the tiles of
-  // the inner levels while its buffer holds their union, so its tile spans loops boundary[l]..n-1
-  // and the temporal loops before boundary[l] (outer levels) decide what it is refilled with.
-  // suffix_ext[i][r]: extent of rank r over loops i..n-1.
-  int boundary[kMaxLevels + 1];
-  {
-    int i = 0;
-    for (int l = L - 1; l >= 0; --l) {
-      boundary[l] = i;
-      while (i < n && m.loops[i].level == l) ++i;
-    }
-  }
-  int64_t suffix_ext[kMaxLoops + 1][kMaxRanks];
-  std::fill_n(suffix_ext[n], R, int64_t{1});
-  for (int i = n - 1; i >= 0; --i) {
-    std::copy_n(suffix_ext[i + 1], R, suffix_ext[i]);
-    suffix_ext[i][m.loops[i].rank] *= m.loops[i].factor;
-  }
-  // Instances of each level used: product of spatial factors of all outer levels.
-  int64_t instances[kMaxLevels + 1];
-  {
-    int64_t acc = 1;
-    for (int l = L - 1; l >= 0; --l) {
-      out.level_instances[l] = instances[l] = acc;
-      acc *= fan_x[l] * fan_y[l];
-    }
-    instances[L] = 1;
-    out.utilization = static_cast<double>(acc);  // compute instances used; normalised below
-  }
-  // prefix_iters[i]: product of the temporal factors of loops 0..i-1 (all loops outside i).
-  int64_t prefix_iters[kMaxLoops + 1];
-  prefix_iters[0] = 1;
-  for (int i = 0; i < n; ++i)
-    prefix_iters[i + 1] =
-        prefix_iters[i] * (m.loops[i].kind == LoopKind::Temporal ? m.loops[i].factor : 1);
-  const int64_t temporal_iterations = prefix_iters[n];
-
-  // --- Per tensor: tiles, fills per instance, then traffic between kept levels. --------------
-  int64_t fills_per_instance[kMaxLevels];
+  // --- Per tensor: tiles and refills of every level that keeps it, then the traffic between
+  // each kept level and the next inner one (or compute). ---------------------------------------
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = p.tensors[t];
-    for (int l = 0; l < L; ++l) {
-      if (!(m.keep[l] >> t & 1)) continue;
-      const int b = boundary[l];
-      const int64_t* ext = suffix_ext[b];
-      const int64_t vol = tile_volume(pt, ext);
-      out.access[l][t].tile = vol;
-      out.level_occupancy[l] += vol;
-      if (l == L - 1) continue;  // the backing store is never filled
-      int64_t fills;
-      fills = refill_count(pt, ext, vol, m, b, suffix_ext, prefix_iters);
-      fills_per_instance[l] = fills;
-      out.access[l][t].fills = fills * instances[l];
-    }
-    // Traffic from each kept level to the next inner kept level (or compute, child = -1).
+    const bool is_output = pt.role == TensorRole::Output;
     int child = -1;
+    int64_t child_fills = temporal_iterations;  // compute takes one value per operation
     for (int l = 0; l < L; ++l) {
       if (!(m.keep[l] >> t & 1)) continue;
-      const int64_t per_child = child < 0 ? temporal_iterations : fills_per_instance[child];
-      // Children that need different data (spatial loops over ranks relevant to t) each get
-      // their own transfer; the rest share it (multicast) or are reduced spatially (outputs).
-      int64_t distinct = 1;
-      for (int i = boundary[l]; i < n; ++i) {
-        const FlatLoop& lp = m.loops[i];
-        if (lp.kind == LoopKind::Temporal || lp.level <= child) continue;
-        if (pt.relevant_ranks >> lp.rank & 1) distinct *= lp.factor;
-      }
-      const int64_t transfers = per_child * distinct * instances[l];
       TensorAccesses& a = out.access[l][t];
-      if (pt.role == TensorRole::Output) {
-        // The first update of every output value writes onto zero: that value is neither read
-        // for accumulation nor (since Timeloop 2023) filled from above. Instances that split a
+      const int64_t* ext = g.tile_ext[l];
+      DimVec extent;
+      extent.fill(1);
+      int64_t vol = 1;
+      for (int d = 0; d < pt.n_dims; ++d) vol *= extent[d] = dim_extent(pt.dims[d], ext);
+      a.tile = vol;
+      out.level_occupancy[l] += vol;
+      const int64_t fills = l == L - 1 ? 0 : refill_count(pt, extent, vol, m, g, g.boundary[l]);
+      // Instances that need different data (spatial loops over ranks t indexes) get their own
+      // transfer; the others share it: multicast for inputs, spatial reduction for outputs.
+      const int64_t transfers = child_fills * distinct_groups(pt, m, g, child, l) * g.instances[l];
+      a.fills = fills * g.instances[l];
+      if (is_output) {
+        // The first update of every output value lands on zero: it is neither read for
+        // accumulation nor (since Timeloop 2023) filled from above. Instances that split a
         // reduction spatially each start their own partial sums.
         int64_t elided = pt.volume;
-        for (int i = 0; i < boundary[l]; ++i)
-          if (m.loops[i].kind != LoopKind::Temporal && !(pt.relevant_ranks >> m.loops[i].rank & 1))
-            elided *= m.loops[i].factor;
+        for (int lv = l + 1; lv < L; ++lv)
+          for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
+            if (pt.rank_terms[m.loops[i].rank] == 0) elided *= m.loops[i].factor;
         a.updates = transfers;
         a.reads = std::max<int64_t>(0, transfers - elided);
         if (!p.legacy_output_fills) a.fills = std::max<int64_t>(0, a.fills - elided);
@@ -217,6 +313,7 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
         a.reads = transfers;
       }
       child = l;
+      child_fills = fills;
     }
   }
 
@@ -224,7 +321,8 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = p.levels[l];
     if (lv.entries > 0 && out.level_occupancy[l] * lv.multiple_buffering > lv.entries) {
-      fail(Invalid::CapacityExceeded, l);
+      out.invalid = Invalid::CapacityExceeded;
+      out.invalid_level = static_cast<int8_t>(l);
       // Keep going: the breakdown of an over-capacity mapping is still informative.
     }
   }
@@ -234,13 +332,15 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
   out.compute_energy_pj = static_cast<double>(p.operations) * p.op_pj;
   double energy = out.compute_energy_pj;
   double cycles = out.compute_cycles;
+  int64_t available = 1;
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = p.levels[l];
+    available *= lv.fanout_x * lv.fanout_y;
     int64_t reads = 0, writes = 0;
     double e = 0;
     // Energy is charged per vector access of block_size words, rounded up per instance and
-    // action as Timeloop does.
-    const int64_t inst = instances[l], block = lv.block_size;
+    // action, as Timeloop does.
+    const int64_t inst = g.instances[l], block = lv.block_size;
     auto vectors = [&](int64_t words) -> double {
       if (block == 1 || words == 0) return static_cast<double>(words);
       const int64_t per = words / inst;
@@ -265,9 +365,7 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
     out.level_cycles[l] = c;
     cycles = std::max(cycles, c);
   }
-  int64_t available = 1;
-  for (int l = 0; l < L; ++l) available *= p.levels[l].fanout_x * p.levels[l].fanout_y;
-  out.utilization /= static_cast<double>(available);
+  out.utilization = static_cast<double>(used_compute) / static_cast<double>(available);
   out.energy_pj = energy;
   out.cycles = cycles;
 }

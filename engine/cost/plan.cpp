@@ -19,14 +19,23 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
     PlanTensor& pt = p.tensors[t];
     pt.role = ta.role;
     pt.n_dims = static_cast<int8_t>(ta.dims.size());
+    for (auto& dim : pt.dims) dim.terms.fill({static_cast<int8_t>(kPadRank), 0});
     for (size_t d = 0; d < ta.dims.size(); ++d) {
       if (ta.dims[d].size() > kMaxTerms)
         throw InputError({}, "einsum '" + e.name + "'.tensors." + ta.name,
                          "a dimension has more than " + std::to_string(kMaxTerms) + " terms");
       pt.dims[d].n_terms = static_cast<int8_t>(ta.dims[d].size());
       for (size_t k = 0; k < ta.dims[d].size(); ++k) {
-        pt.dims[d].terms[k] = {static_cast<int8_t>(ta.dims[d][k].rank), ta.dims[d][k].coeff};
-        pt.relevant_ranks |= static_cast<uint16_t>(1u << ta.dims[d][k].rank);
+        const int r = ta.dims[d][k].rank;
+        pt.dims[d].terms[k] = {static_cast<int8_t>(r), ta.dims[d][k].coeff};
+        pt.relevant_ranks |= static_cast<uint16_t>(1u << r);
+        if (pt.rank_terms[r] == 2)
+          throw InputError({}, "einsum '" + e.name + "'.tensors." + ta.name,
+                           "rank " + e.ranks[r].name + " appears in more than two dimensions");
+        pt.rank_dim[r][pt.rank_terms[r]] = static_cast<int8_t>(d);
+        pt.rank_coeff[r][pt.rank_terms[r]] = ta.dims[d][k].coeff;
+        pt.rank_key[r] += kDimKey[d] * static_cast<uint64_t>(ta.dims[d][k].coeff);
+        ++pt.rank_terms[r];
       }
     }
     pt.volume = e.tensor_volume(static_cast<int>(t));

@@ -12,6 +12,9 @@ namespace mapfuse {
 
 inline constexpr int kMaxLoops = 48;
 inline constexpr int kMaxTerms = 3;  // rank terms in one tensor dimension (p*stride + r*dilation)
+// Unused terms point at this rank slot, whose extent is always 1, with coefficient 0, so that the
+// hot loops over terms and dimensions have constant trip counts.
+inline constexpr int kPadRank = kMaxRanks;
 
 struct PlanTerm {
   int8_t rank;
@@ -28,6 +31,14 @@ struct PlanTensor {
   int8_t n_dims = 0;
   std::array<PlanDim, kMaxTensorDims> dims{};
   uint16_t relevant_ranks = 0;  // bit r: rank r appears in some dimension
+  // Inverse of `dims` for the hot path: where rank r appears (dimension and coefficient).
+  std::array<int8_t, kMaxRanks> rank_terms{};
+  std::array<std::array<int8_t, 2>, kMaxRanks> rank_dim{};
+  std::array<std::array<int64_t, 2>, kMaxRanks> rank_coeff{};
+  // Linear fingerprint of a translation: sum over dimensions of kDimKey[d] * shift[d] (mod 2^64).
+  // rank_key[r] is the fingerprint of a unit step of rank r. Equal fingerprints are confirmed
+  // exactly, so they only serve to skip most vector comparisons.
+  std::array<uint64_t, kMaxRanks> rank_key{};
   int64_t volume = 0;           // values in the whole tensor
 };
 
@@ -51,6 +62,10 @@ struct EvalPlan {
   bool legacy_output_fills = false;
   int64_t operations = 0;
 };
+
+inline constexpr std::array<uint64_t, kMaxTensorDims> kDimKey = {
+    0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull,
+    0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull};
 
 // Throws InputError if the Einsum exceeds the fixed bounds above.
 EvalPlan compile_plan(const Einsum& e, const Core& c);
