@@ -6,4 +6,4 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MAPFUSE_BUILD_DIR:-$root/build}"
 bash "$root/scripts/build.sh" "$build" Release
-exec "$build/cli/mapfuse" quickstart "$@"
+exec "$build/cli/mapfuse" demo "$@"

@@ -361,7 +361,7 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
     if (lv.shared_bw > 0) c = std::max(c, static_cast<double>(reads + writes) / per_inst / lv.shared_bw);
     if (lv.read_bw > 0) c = std::max(c, static_cast<double>(reads) / per_inst / lv.read_bw);
     if (lv.write_bw > 0) c = std::max(c, static_cast<double>(writes) / per_inst / lv.write_bw);
-    c = std::ceil(c - 1e-9);
+    c = c > 0 ? std::ceil(c - 1e-9) : 0.0;
     out.level_cycles[l] = c;
     cycles = std::max(cycles, c);
   }

@@ -55,4 +55,20 @@ printf 'a,b\n1,2,3\n' >"$tmp/ragged.csv"
 expect "ragged csv" 2 'ragged.csv:2: row has 3 fields; the header has 2' -- "$bin" validate dosa "$tmp/ragged.csv"
 expect "unknown subcommand" 2 '' -- "$bin" frobnicate
 
+# Workloads and mappings.
+expect "unknown zoo name" 2 "no workload 'resnet19'|'resnet19'.*did you mean 'resnet18'" -- "$bin" workload resnet19
+printf 'name = "w"\n[[einsum]]\nname = "a"\nranks = { P = 0 }\ntensors = [ { name = "O", role = "output", dims = ["p"] } ]\n' >"$tmp/zero.toml"
+expect "zero rank size" 2 'zero.toml:.*(not positive|must be)' -- "$bin" workload "$tmp/zero.toml"
+printf 'name = "w"\n[[einsum]]\nname = "a"\nranks = { P = 4 }\ntensors = [ { name = "X", role = "input", dims = ["p"] }, { name = "Y", role = "output", dims = ["p"] } ]\n[[einsum]]\nname = "b"\nranks = { P = 4 }\ntensors = [ { name = "Y", role = "input", dims = ["p"] }, { name = "X", role = "output", dims = ["p"] } ]\n' >"$tmp/cycle.toml"
+expect "cyclic workload" 2 'cycle' -- "$bin" workload "$tmp/cycle.toml"
+printf 'this is not protobuf' >"$tmp/corrupt.onnx"
+expect "corrupt onnx" 2 'corrupt.onnx' -- "$bin" workload "$tmp/corrupt.onnx"
+expect "factorisation does not multiply out" 2 'factors of rank Q multiply to 56; its size is 112' -- \
+  "$bin" eval --workload resnet18 --layer conv1 --mapping "DRAM[conv1.weight,input,conv1] K=64 C=3 R=7 S=7 P=112 Q=56"
+expect "unknown level in mapping" 2 "unknown level 'DRAMM'.*did you mean 'DRAM'" -- \
+  "$bin" eval --workload resnet18 --layer conv1 --mapping "DRAMM[conv1] K=64"
+expect "unknown tensor in mapping" 2 "unknown tensor 'weights'" -- \
+  "$bin" eval --workload resnet18 --layer conv1 --mapping "DRAM[weights] K=64"
+expect "unknown layer" 2 "no Einsum 'conv9'" -- "$bin" eval --workload resnet18 --layer conv9 --mapping "DRAM[x]"
+
 exit $fail
