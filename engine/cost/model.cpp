@@ -336,7 +336,6 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = p.levels[l];
     available *= lv.fanout_x * lv.fanout_y;
-    int64_t reads = 0, writes = 0;
     double e = 0;
     // Energy is charged per vector access of block_size words, rounded up per instance and
     // action, as Timeloop does.
@@ -346,22 +345,23 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
       const int64_t per = words / inst;
       return static_cast<double>(((per + block - 1) / block) * block * inst);
     };
+    // Bandwidth demand per instance in words per compute cycle, summed tensor by tensor in
+    // double precision in Timeloop's order, so that rounding up lands on the same whole cycle.
+    double rd = 0, wr = 0;
     for (int t = 0; t < T; ++t) {
       const TensorAccesses& a = out.access[l][t];
-      reads += a.reads;
-      writes += a.fills + a.updates;
       e += vectors(a.reads) * lv.read_pj + vectors(a.fills) * lv.write_pj +
            vectors(a.updates) * lv.update_pj;
+      rd += static_cast<double>(a.reads / inst) / out.compute_cycles;
+      wr += static_cast<double>((a.fills + a.updates) / inst) / out.compute_cycles;
     }
     out.level_energy_pj[l] = e;
     energy += e;
-    // Bandwidth-bound cycles of one instance, in whole cycles (Timeloop rounds up).
-    const double per_inst = static_cast<double>(inst);
-    double c = 0;
-    if (lv.shared_bw > 0) c = std::max(c, static_cast<double>(reads + writes) / per_inst / lv.shared_bw);
-    if (lv.read_bw > 0) c = std::max(c, static_cast<double>(reads) / per_inst / lv.read_bw);
-    if (lv.write_bw > 0) c = std::max(c, static_cast<double>(writes) / per_inst / lv.write_bw);
-    c = c > 0 ? std::ceil(c - 1e-9) : 0.0;
+    double slowdown = 1;
+    if (lv.read_bw > 0 && lv.read_bw < rd) slowdown = std::min(slowdown, lv.read_bw / rd);
+    if (lv.write_bw > 0 && lv.write_bw < wr) slowdown = std::min(slowdown, lv.write_bw / wr);
+    if (lv.shared_bw > 0 && lv.shared_bw < wr + rd) slowdown = std::min(slowdown, lv.shared_bw / (wr + rd));
+    const double c = slowdown < 1 ? std::ceil(out.compute_cycles / slowdown) : 0.0;
     out.level_cycles[l] = c;
     cycles = std::max(cycles, c);
   }
