@@ -1,0 +1,127 @@
+#include "engine/mapping/looptree.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+namespace mapfuse {
+
+LoopTree unfused_looptree(const Workload& w, const std::vector<Mapping>& mappings) {
+  LoopTree t;
+  for (size_t i = 0; i < w.einsums.size(); ++i)
+    t.groups.push_back({{static_cast<int>(i)}, {}, {}, {mappings.at(i)}});
+  return t;
+}
+
+std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, const Core& c) {
+  const int E = static_cast<int>(w.einsums.size());
+  const int L = static_cast<int>(c.levels.size());
+  std::vector<int> group_of(E, -1);
+  for (size_t g = 0; g < t.groups.size(); ++g) {
+    const FusionGroup& fg = t.groups[g];
+    if (fg.einsums.empty()) return fmt::format("fusion group {} is empty", g);
+    if (fg.mappings.size() != fg.einsums.size())
+      return fmt::format("fusion group {} has {} Einsums but {} mappings", g, fg.einsums.size(),
+                         fg.mappings.size());
+    for (int e : fg.einsums) {
+      if (e < 0 || e >= E) return fmt::format("fusion group {} names Einsum index {}", g, e);
+      if (group_of[e] >= 0)
+        return fmt::format("Einsum '{}' is in fusion groups {} and {}", w.einsums[e].name, group_of[e], g);
+      group_of[e] = static_cast<int>(g);
+    }
+  }
+  for (int e = 0; e < E; ++e)
+    if (group_of[e] < 0) return fmt::format("Einsum '{}' is in no fusion group", w.einsums[e].name);
+  // Producers run in an earlier group or earlier in the same group.
+  for (const TensorInfo& ti : w.tensors) {
+    if (ti.producer < 0) continue;
+    for (int consumer : ti.consumers) {
+      const int gp = group_of[ti.producer], gc = group_of[consumer];
+      if (gp > gc) return fmt::format("tensor '{}' is consumed by '{}' before '{}' produces it", ti.name,
+                                      w.einsums[consumer].name, w.einsums[ti.producer].name);
+      if (gp == gc) {
+        const auto& order = t.groups[gp].einsums;
+        if (std::find(order.begin(), order.end(), ti.producer) > std::find(order.begin(), order.end(), consumer))
+          return fmt::format("in fusion group {}, '{}' runs before its producer '{}'", gp,
+                             w.einsums[consumer].name, w.einsums[ti.producer].name);
+      }
+    }
+  }
+  for (size_t g = 0; g < t.groups.size(); ++g) {
+    const FusionGroup& fg = t.groups[g];
+    const int n = static_cast<int>(fg.einsums.size());
+    // Exchanged tensors, and connectivity of the group through them (union-find over members).
+    std::vector<int> parent(n);
+    for (int i = 0; i < n; ++i) parent[i] = i;
+    auto find = [&](int x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    std::set<std::string> exchanged;
+    for (const TensorInfo& ti : w.tensors) {
+      if (ti.producer < 0) continue;
+      auto pos = std::find(fg.einsums.begin(), fg.einsums.end(), ti.producer);
+      if (pos == fg.einsums.end()) continue;
+      for (int consumer : ti.consumers) {
+        auto cpos = std::find(fg.einsums.begin(), fg.einsums.end(), consumer);
+        if (cpos == fg.einsums.end()) continue;
+        exchanged.insert(ti.name);
+        parent[find(static_cast<int>(pos - fg.einsums.begin()))] = find(static_cast<int>(cpos - fg.einsums.begin()));
+      }
+    }
+    for (int i = 1; i < n; ++i)
+      if (find(i) != find(0))
+        return fmt::format("fusion group {}: '{}' shares no tensor with the rest of the group", g,
+                           w.einsums[fg.einsums[i]].name);
+    int lowest_shared = 0;
+    for (const SharedLoop& sl : fg.shared_loops) {
+      if (static_cast<int>(sl.rank.size()) != n)
+        return fmt::format("fusion group {}: a shared loop names {} ranks for {} Einsums", g, sl.rank.size(), n);
+      if (sl.factor < 1) return fmt::format("fusion group {}: shared loop factor {} < 1", g, sl.factor);
+      if (sl.level < 0 || sl.level >= L) return fmt::format("fusion group {}: shared loop level {} does not exist", g, sl.level);
+      lowest_shared = std::max(lowest_shared, sl.level);
+    }
+    std::set<std::string> backed;
+    for (const TensorBacking& b : fg.backing) {
+      if (!exchanged.count(b.tensor))
+        return fmt::format("fusion group {}: tensor '{}' is backed but not exchanged inside the group", g, b.tensor);
+      if (!backed.insert(b.tensor).second)
+        return fmt::format("fusion group {}: tensor '{}' is backed twice", g, b.tensor);
+      if (b.level < 0 || b.level >= L)
+        return fmt::format("fusion group {}: tensor '{}' backed at level {} which does not exist", g, b.tensor, b.level);
+      if (b.level < lowest_shared)
+        return fmt::format("fusion group {}: tensor '{}' is backed at {} below shared loops at {}", g,
+                           b.tensor, c.levels[b.level].name, c.levels[lowest_shared].name);
+      for (int e : fg.einsums) {
+        const Einsum& es = w.einsums[e];
+        const int ti = es.tensor_index(b.tensor);
+        if (ti >= 0 && !(c.levels[b.level].may_keep & role_bit(es.tensors[ti].role)))
+          return fmt::format("fusion group {}: level {} may not hold '{}' ({} of '{}')", g,
+                             c.levels[b.level].name, b.tensor, to_string(es.tensors[ti].role), es.name);
+      }
+    }
+    for (const std::string& x : exchanged)
+      if (!backed.count(x)) return fmt::format("fusion group {}: exchanged tensor '{}' has no backing level", g, x);
+    for (int i = 0; i < n; ++i) {
+      const Einsum& e = w.einsums[fg.einsums[i]];
+      // The shared loops take their factors out of the Einsum's ranks; its own mapping covers
+      // the rest, so check it against the reduced rank sizes.
+      Einsum reduced = e;
+      for (const SharedLoop& sl : fg.shared_loops) {
+        const int r = sl.rank[i];
+        if (r < 0) continue;
+        if (r >= static_cast<int>(e.ranks.size()))
+          return fmt::format("fusion group {}: shared loop names rank {} of '{}'", g, r, e.name);
+        if (reduced.ranks[r].size % sl.factor != 0)
+          return fmt::format("fusion group {}: shared loop factor {} does not divide rank {} ({}) of '{}'", g,
+                             sl.factor, e.ranks[r].name, reduced.ranks[r].size, e.name);
+        reduced.ranks[r].size /= sl.factor;
+      }
+      if (auto err = check_structure(fg.mappings[i], reduced, c))
+        return fmt::format("fusion group {}, Einsum '{}': {}", g, e.name, err->message);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace mapfuse
