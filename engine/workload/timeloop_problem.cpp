@@ -58,7 +58,8 @@ const std::vector<std::string> kCnnKeys = {"R", "S", "P", "Q", "C", "K", "N",
 // Reads the dimension/coefficient values (from `instance` or flat keys under `problem`).
 std::map<std::string, int64_t> read_values(const std::string& file, const YAML::Node& problem,
                                            const std::vector<std::string>& dims,
-                                           const std::vector<std::string>& coeffs) {
+                                           const std::vector<std::string>& coeffs,
+                                           bool lenient = false) {
   std::vector<std::string> valid = dims;
   valid.insert(valid.end(), coeffs.begin(), coeffs.end());
   const YAML::Node inst = problem["instance"];
@@ -70,6 +71,8 @@ std::map<std::string, int64_t> read_values(const std::string& file, const YAML::
   for (const auto& kv : src) {
     const std::string k = kv.first.Scalar();
     if (flat && (k == "shape" || k == "instance")) continue;
+    // Timeloop's processed input carries keys the model ignores (H, W, Hpad, densities, ...).
+    if (lenient && std::find(valid.begin(), valid.end(), k) == valid.end()) continue;
     if (std::find(valid.begin(), valid.end(), k) == valid.end()) {
       std::string all;
       for (const auto& s : valid) all += (all.empty() ? "" : ", ") + s;
@@ -89,7 +92,7 @@ std::map<std::string, int64_t> read_values(const std::string& file, const YAML::
 }
 
 Einsum custom_shape(const std::string& file, const std::string& name, const YAML::Node& problem,
-                    const YAML::Node& shape) {
+                    const YAML::Node& shape, bool lenient) {
   std::vector<std::string> dims, coeffs;
   std::map<std::string, int64_t> coeff_default;
   const YAML::Node d = shape["dimensions"];
@@ -102,17 +105,19 @@ Einsum custom_shape(const std::string& file, const std::string& name, const YAML
       coeff_default[cn] = x["default"] ? get_int(file, x["default"], "problem.shape.coefficients." + cn) : 1;
     }
   }
-  auto v = read_values(file, problem, dims, coeffs);
+  auto v = read_values(file, problem, dims, coeffs, lenient);
   Einsum e;
   e.name = name;
   e.op = OpKind::Mac;
   for (const auto& dn : dims) e.ranks.push_back({dn, v.count(dn) ? v[dn] : 1});
-  const YAML::Node ds = shape["data-spaces"];
+  // Timeloop v0.4's processed input spells the keys with underscores (data_spaces, read_write).
+  const YAML::Node ds = shape["data-spaces"] ? shape["data-spaces"] : shape["data_spaces"];
   if (!ds || !ds.IsSequence()) throw InputError(loc(file, shape), "problem.shape.data-spaces", "missing or not a list");
   for (const auto& space : ds) {
     TensorAccess t;
     t.name = space["name"].Scalar();
-    const bool out = space["read-write"] && space["read-write"].as<bool>(false);
+    const YAML::Node rw = space["read-write"] ? space["read-write"] : space["read_write"];
+    const bool out = rw && rw.as<bool>(false);
     std::string lower = t.name;
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
     t.role = out ? TensorRole::Output : lower.find("weight") != std::string::npos ? TensorRole::Weight
@@ -159,7 +164,9 @@ std::string config_str(const Einsum& e) {
 
 }  // namespace
 
-Einsum import_timeloop_problem(const std::string& path) {
+Einsum import_timeloop_problem(const std::string& path) { return import_timeloop_problem(path, false); }
+
+Einsum import_timeloop_problem(const std::string& path, bool lenient) {
   const YAML::Node root = load_yaml(path);
   if (!root.IsMap() || !root["problem"])
     throw InputError(loc(path, root), "problem", "missing; expected a Timeloop problem with a 'problem' map");
@@ -170,7 +177,7 @@ Einsum import_timeloop_problem(const std::string& path) {
   Einsum e;
   try {
     if (shape && shape.IsMap()) {
-      e = custom_shape(path, name, problem, shape);
+      e = custom_shape(path, name, problem, shape, lenient);
     } else {
       const std::string sname = shape ? shape.Scalar() : "cnn-layer";
       if (sname != "cnn-layer" && sname != "dw-cnn-layer")
@@ -180,7 +187,7 @@ Einsum import_timeloop_problem(const std::string& path) {
       const bool dw = sname == "dw-cnn-layer";
       std::vector<std::string> dims = {"R", "S", "P", "Q", "C", "N"};
       if (!dw) dims.insert(dims.begin() + 5, "K");
-      auto v = read_values(path, problem, dims, {"Wstride", "Hstride", "Wdilation", "Hdilation"});
+      auto v = read_values(path, problem, dims, {"Wstride", "Hstride", "Wdilation", "Hdilation"}, lenient);
       auto get = [&](const char* k) { return v.count(k) ? v[k] : 1; };
       ConvShape s;
       s.R = get("R"), s.S = get("S"), s.P = get("P"), s.Q = get("Q"), s.C = get("C"), s.K = get("K");

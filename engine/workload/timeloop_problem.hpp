@@ -12,6 +12,11 @@ namespace mapfuse {
 // Weights, Inputs, Outputs (the shape's data-space names for a custom shape).
 // Throws InputError with file, line and key for malformed files.
 Einsum import_timeloop_problem(const std::string& path);
+// `lenient`: instance keys that are neither dimensions nor coefficients are ignored instead of
+// rejected, as Timeloop does for its processed input (`parsed-processed-input.yaml` carries
+// H, W, Hpad, densities, ...). Both key spellings (data-spaces / data_spaces, read-write /
+// read_write) are accepted either way.
+Einsum import_timeloop_problem(const std::string& path, bool lenient);
 
 // A directory of problem files (e.g. a DOSA workload folder). Layer selection:
 //  - unique_layers.yaml + layer_count.yaml: the unique layers, weighted by their counts
