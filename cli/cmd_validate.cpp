@@ -1,8 +1,11 @@
 // `mapfuse validate`: the cost model against reference data no one here wrote.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/commands.hpp"
 #include "engine/validation/dosa_dataset.hpp"
+#include "engine/validation/timeloop_input.hpp"
 
 namespace mapfuse::cli {
 
@@ -16,7 +19,33 @@ Command add_validate_command(CLI::App& app) {
   dosa->add_option("dataset", *dataset, "dataset.csv or dataset.csv.tar.gz")->required();
   dosa->add_option("--rows", *rows, "evaluate N rows sampled with --seed (default: all)");
   dosa->add_option("--seed", *seed, "sampling seed")->capture_default_str();
+  auto* tl = cmd->add_subcommand(
+      "timeloop", "Timeloop reference runs (a run directory, its parsed-processed-input.yaml, or a tree of runs)");
+  auto tl_path = std::make_shared<std::string>();
+  tl->add_option("path", *tl_path, "run directory, input YAML, or a directory searched for runs")->required();
+  auto run_timeloop = [tl_path]() {
+    std::vector<std::string> cases = find_timeloop_cases(*tl_path);
+    if (cases.empty()) cases.push_back(*tl_path);  // a single run: errors name what is missing
+    fmt::print("{:<48} {:>10} {:>10} {:>16} {:>16} {:>9} {:>7}\n", "run", "cycles", "model", "energy_pj",
+               "model_pj", "error", "counts");
+    int bad = 0;
+    double worst = 0;
+    for (const auto& c : cases) {
+      const TimeloopValidation v = validate_timeloop_case(c);
+      size_t exact = 0;
+      for (const auto& k : v.counts) exact += k.match();
+      const bool ok = v.valid && v.model_cycles == v.ref_cycles && std::fabs(v.energy_error_pct()) < 1.0;
+      bad += !ok;
+      worst = std::max(worst, std::fabs(v.energy_error_pct()));
+      fmt::print("{:<48} {:>10} {:>10} {:>16.2f} {:>16.2f} {:>8.4f}% {:>3}/{:<3}{}\n", v.name, v.ref_cycles,
+                 v.model_cycles, v.ref_energy_pj, v.model_energy_pj, v.energy_error_pct(), exact,
+                 v.counts.size(), ok ? "" : "  FAIL");
+    }
+    fmt::print("runs={} failed={} worst dynamic-energy error={:.4f}%\n", cases.size(), bad, worst);
+    return bad ? 1 : 0;
+  };
   return {cmd, [=]() {
+            if (tl->parsed()) return run_timeloop();
             const DosaDataset d = load_dosa_dataset(*dataset);
             std::vector<size_t> sample;
             if (*rows > 0) sample = sample_rows(d.rows.size(), *rows, *seed);

@@ -145,36 +145,33 @@ int64_t distinct_sums(const int64_t* w, const int64_t* f, int k) {
   return static_cast<int64_t>(values.size());
 }
 
-// Number of distinct data sets that the spatial loops of levels child+1..level hand to the
-// instances below: instances whose tiles start at the same point of the tensor share one
-// transfer (multicast of inputs, spatial reduction of outputs). Timeloop compares the start
-// points of the instances' tiles, so partly overlapping windows still count separately.
-int64_t distinct_groups(const PlanTensor& t, const FlatMapping& m, const Geometry& g, int child,
-                        int level) {
+// Number of distinct data sets that the spatial loops of one level hand to the instances below:
+// instances whose tiles start at the same point of the tensor share one transfer (multicast of
+// inputs, spatial reduction of outputs). Timeloop compares the start points of the instances'
+// tiles, so partly overlapping windows still count separately.
+int64_t level_groups(const PlanTensor& t, const FlatMapping& m, const Geometry& g, int lv) {
   int64_t product = 1;
   int hits[kMaxTensorDims] = {};
   int64_t w[kMaxTensorDims][kMaxLoops], f[kMaxTensorDims][kMaxLoops];
   bool collide = false, general = false;
-  for (int lv = child + 1; lv <= level; ++lv)
-    for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i) {
-      const FlatLoop& lp = m.loops[i];
-      const int terms = t.rank_terms[lp.rank];
-      if (terms == 0) continue;
-      product *= lp.factor;
-      if (terms != 1) {
-        general = true;
-        continue;
-      }
-      const int d = t.rank_dim[lp.rank][0];
-      w[d][hits[d]] = t.rank_coeff[lp.rank][0] * g.stride[i];
-      f[d][hits[d]] = lp.factor;
-      collide |= ++hits[d] > 1;
+  for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i) {
+    const FlatLoop& lp = m.loops[i];
+    const int terms = t.rank_terms[lp.rank];
+    if (terms == 0) continue;
+    product *= lp.factor;
+    if (terms != 1) {
+      general = true;
+      continue;
     }
+    const int d = t.rank_dim[lp.rank][0];
+    w[d][hits[d]] = t.rank_coeff[lp.rank][0] * g.stride[i];
+    f[d][hits[d]] = lp.factor;
+    collide |= ++hits[d] > 1;
+  }
   if (general) {
     std::vector<int> loops;
-    for (int lv = child + 1; lv <= level; ++lv)
-      for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
-        if (t.rank_terms[m.loops[i].rank] != 0) loops.push_back(i);
+    for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
+      if (t.rank_terms[m.loops[i].rank] != 0) loops.push_back(i);
     return distinct_groups_slow(t, m, g, loops);
   }
   if (!collide) return product;
@@ -183,6 +180,17 @@ int64_t distinct_groups(const PlanTensor& t, const FlatMapping& m, const Geometr
   int64_t groups = 1;
   for (int d = 0; d < t.n_dims; ++d)
     if (hits[d] > 0) groups *= distinct_sums(w[d], f[d], hits[d]);
+  return groups;
+}
+
+// Transfers from a level to the next inner level that keeps the tensor go through the fan-outs of
+// every level in between; Timeloop counts the groups of each fan-out on its own and multiplies
+// them (an instance of a bypassed level forwards what its children need without merging it).
+int64_t distinct_groups(const PlanTensor& t, const FlatMapping& m, const Geometry& g, int child,
+                        int level) {
+  int64_t groups = 1;
+  for (int lv = child + 1; lv <= level; ++lv)
+    if (g.spatial_begin[lv] < g.level_end[lv]) groups *= level_groups(t, m, g, lv);
   return groups;
 }
 
@@ -277,7 +285,12 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
   const int64_t temporal_iterations = g.prefix_iters[n];
 
   // --- Per tensor: tiles and refills of every level that keeps it, then the traffic between
-  // each kept level and the next inner one (or compute). ---------------------------------------
+  // each kept level and the next inner one (or compute). Counts are kept per instance too, for
+  // Timeloop's per-instance rounding and bandwidth demand. ----------------------------------------
+  struct PerInstance {
+    int64_t reads, fills, updates;
+  };
+  PerInstance per[kMaxLevels][kMaxTensors];
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = p.tensors[t];
     const bool is_output = pt.role == TensorRole::Output;
@@ -296,22 +309,29 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
       const int64_t fills = l == L - 1 ? 0 : refill_count(pt, extent, vol, m, g, g.boundary[l]);
       // Instances that need different data (spatial loops over ranks t indexes) get their own
       // transfer; the others share it: multicast for inputs, spatial reduction for outputs.
-      const int64_t transfers = child_fills * distinct_groups(pt, m, g, child, l) * g.instances[l];
-      a.fills = fills * g.instances[l];
+      const int64_t transfers = child_fills * distinct_groups(pt, m, g, child, l);
+      PerInstance& pi = per[l][t];
+      pi.fills = fills;
       if (is_output) {
         // The first update of every output value lands on zero: it is neither read for
-        // accumulation nor (since Timeloop 2023) filled from above. Instances that split a
-        // reduction spatially each start their own partial sums.
-        int64_t elided = pt.volume;
+        // accumulation nor (since Timeloop 2023) filled from above. One instance starts the
+        // partial sums of its partition of the outputs: the whole tensor over the instances that
+        // split ranks the outputs index (instances that split a reduction each start their own).
+        int64_t partition = pt.volume;
         for (int lv = l + 1; lv < L; ++lv)
           for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
-            if (pt.rank_terms[m.loops[i].rank] == 0) elided *= m.loops[i].factor;
-        a.updates = transfers;
-        a.reads = std::max<int64_t>(0, transfers - elided);
-        if (!p.legacy_output_fills) a.fills = std::max<int64_t>(0, a.fills - elided);
+            if (pt.rank_terms[m.loops[i].rank] != 0) partition /= m.loops[i].factor;
+        pi.updates = transfers;
+        pi.reads = std::max<int64_t>(0, transfers - partition);
+        if (!p.legacy_output_fills) pi.fills = std::max<int64_t>(0, fills - partition);
       } else {
-        a.reads = transfers;
+        pi.updates = 0;
+        pi.reads = transfers;
       }
+      const int64_t inst = g.instances[l];
+      a.reads = pi.reads * inst;
+      a.fills = pi.fills * inst;
+      a.updates = pi.updates * inst;
       child = l;
       child_fills = fills;
     }
@@ -336,32 +356,48 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = p.levels[l];
     available *= lv.fanout_x * lv.fanout_y;
-    double e = 0;
     // Energy is charged per vector access of block_size words, rounded up per instance and
     // action, as Timeloop does.
     const int64_t inst = g.instances[l], block = lv.block_size;
-    auto vectors = [&](int64_t words) -> double {
-      if (block == 1 || words == 0) return static_cast<double>(words);
-      const int64_t per = words / inst;
-      return static_cast<double>(((per + block - 1) / block) * block * inst);
+    auto vectors = [&](int64_t words) -> int64_t {
+      return block == 1 ? words : (words + block - 1) / block * block;
     };
-    // Bandwidth demand per instance in words per compute cycle, summed tensor by tensor in
-    // double precision in Timeloop's order, so that rounding up lands on the same whole cycle.
-    double rd = 0, wr = 0;
+    double e = 0;
+    int64_t rd_words = 0, wr_words = 0;
     for (int t = 0; t < T; ++t) {
-      const TensorAccesses& a = out.access[l][t];
-      e += vectors(a.reads) * lv.read_pj + vectors(a.fills) * lv.write_pj +
-           vectors(a.updates) * lv.update_pj;
-      rd += static_cast<double>(a.reads / inst) / out.compute_cycles;
-      wr += static_cast<double>((a.fills + a.updates) / inst) / out.compute_cycles;
+      if (!(m.keep[l] >> t & 1)) continue;
+      const PerInstance& pi = per[l][t];
+      e += static_cast<double>(vectors(pi.reads)) * lv.read_pj +
+           static_cast<double>(vectors(pi.fills)) * lv.write_pj +
+           static_cast<double>(vectors(pi.updates)) * lv.update_pj;
+      rd_words += pi.reads;
+      wr_words += pi.fills + pi.updates;
     }
+    e *= static_cast<double>(inst);
     out.level_energy_pj[l] = e;
     energy += e;
-    double slowdown = 1;
-    if (lv.read_bw > 0 && lv.read_bw < rd) slowdown = std::min(slowdown, lv.read_bw / rd);
-    if (lv.write_bw > 0 && lv.write_bw < wr) slowdown = std::min(slowdown, lv.write_bw / wr);
-    if (lv.shared_bw > 0 && lv.shared_bw < wr + rd) slowdown = std::min(slowdown, lv.shared_bw / (wr + rd));
-    const double c = slowdown < 1 ? std::ceil(out.compute_cycles / slowdown) : 0.0;
+    // Bandwidth: only a level whose demand reaches its bandwidth slows the run down. Near or past
+    // that point, sum the per-instance demand tensor by tensor in double precision in Timeloop's
+    // order, so that rounding up lands on the same whole cycle.
+    const double cc = out.compute_cycles;
+    const double limit = cc * (1 - 1e-9);
+    double c = 0;
+    const bool maybe_bound = (lv.read_bw > 0 && static_cast<double>(rd_words) > lv.read_bw * limit) ||
+                             (lv.write_bw > 0 && static_cast<double>(wr_words) > lv.write_bw * limit) ||
+                             (lv.shared_bw > 0 && static_cast<double>(rd_words + wr_words) > lv.shared_bw * limit);
+    if (maybe_bound) {
+      double rd = 0, wr = 0;
+      for (int t = 0; t < T; ++t) {
+        if (!(m.keep[l] >> t & 1)) continue;
+        rd += static_cast<double>(per[l][t].reads) / cc;
+        wr += static_cast<double>(per[l][t].fills + per[l][t].updates) / cc;
+      }
+      double slowdown = 1;
+      if (lv.read_bw > 0 && lv.read_bw < rd) slowdown = std::min(slowdown, lv.read_bw / rd);
+      if (lv.write_bw > 0 && lv.write_bw < wr) slowdown = std::min(slowdown, lv.write_bw / wr);
+      if (lv.shared_bw > 0 && lv.shared_bw < wr + rd) slowdown = std::min(slowdown, lv.shared_bw / (wr + rd));
+      c = slowdown < 1 ? std::ceil(cc / slowdown) : 0.0;
+    }
     out.level_cycles[l] = c;
     cycles = std::max(cycles, c);
   }
