@@ -9,8 +9,20 @@
 namespace mapfuse {
 namespace {
 
+// A temporal loop as the refill walks see it.
+struct TemporalLoop {
+  int rank;
+  int64_t factor;
+  int64_t stride;  // extent of the loop's rank over the loops inside it
+  int64_t steps;   // (factor - 1) * product of the temporal factors outside it
+};
+
 struct Geometry {
   int n = 0;
+  int n_temporal = 0;
+  TemporalLoop temporal[kMaxLoops];          // outermost first
+  int temporal_above[kMaxLevels];            // temporal loops outside level l's tile
+  int64_t iterations_above[kMaxLevels];      // product of their factors
   int boundary[kMaxLevels];               // index of the first loop of each level
   int64_t stride[kMaxLoops];              // extent of loop i's rank over the loops inside i
   int64_t prefix_iters[kMaxLoops + 1];    // product of temporal factors of loops 0..i-1
@@ -21,8 +33,10 @@ struct Geometry {
 };
 
 inline int64_t dim_extent(const PlanDim& d, const int64_t* ext) {
-  int64_t e = 1;
-  for (int k = 0; k < kMaxTerms; ++k) e += d.terms[k].coeff * (ext[d.terms[k].rank] - 1);
+  // Most dimensions have one term; the branch is the same for every evaluation of a plan.
+  int64_t e = 1 + d.terms[0].coeff * (ext[d.terms[0].rank] - 1);
+  if (d.n_terms > 1)
+    for (int k = 1; k < kMaxTerms; ++k) e += d.terms[k].coeff * (ext[d.terms[k].rank] - 1);
   return e;
 }
 
@@ -46,21 +60,58 @@ inline bool equal(const DimVec& a, const DimVec& b) {
   return eq;
 }
 
-inline int64_t refill_count(const PlanTensor& t, const DimVec& extent, int64_t vol,
-                            const FlatMapping& m, const Geometry& g, int boundary) {
-  // Innermost temporal loop above the tile: it sets the reference translation T_in.
-  int inner = boundary - 1;
-  while (inner >= 0 && m.loops[inner].kind != LoopKind::Temporal) --inner;
-  if (inner < 0) return vol;
-  DimVec t_in{}, rewind{};
-  {
-    const int r = m.loops[inner].rank;
-    for (int k = 0; k < t.rank_terms[r]; ++k) {
-      t_in[t.rank_dim[r][k]] = t.rank_coeff[r][k] * g.stride[inner];
-      rewind[t.rank_dim[r][k]] = -t_in[t.rank_dim[r][k]];
-    }
+// The same count with exact packed keys (PlanTensor::packed). With P_j the sum of the steps of
+// the temporal loops outside loop j, the translation of a step of loop j relative to a tile under
+// temporal loop `above` is T_j = P_j + 2 step_j - P_above, and T_in = P_above - P_in, so
+// T_j == T_in  <=>  A_j == B with A_j = P_j + 2 step_j (per tensor) and B = 2 P_above - P_in
+// (per level): one comparison per loop, all values non-negative.
+struct PackedSteps {
+  unsigned __int128 a[kMaxLoops];
+  unsigned __int128 prefix[kMaxLoops + 1];
+};
+
+inline void pack_steps(const PlanTensor& t, const Geometry& g, PackedSteps& ps) {
+  unsigned __int128 sum = 0;
+  for (int j = 0; j < g.n_temporal; ++j) {
+    const unsigned __int128 step = t.packed_key[g.temporal[j].rank] * static_cast<uint64_t>(g.temporal[j].stride);
+    ps.prefix[j] = sum;
+    ps.a[j] = sum + 2 * step;
+    sum += step;
   }
-  const uint64_t key_in = t.rank_key[m.loops[inner].rank] * static_cast<uint64_t>(g.stride[inner]);
+  ps.prefix[g.n_temporal] = sum;
+}
+
+inline int64_t refill_count_packed(const PlanTensor& t, const DimVec& extent, int64_t vol,
+                                   const Geometry& g, const PackedSteps& ps, int level) {
+  const int above = g.temporal_above[level];
+  if (above == 0) return vol;
+  const int inner = above - 1;
+  const TemporalLoop& in = g.temporal[inner];
+  // new(T_in): T_in moves only the dimensions the innermost loop's rank indexes.
+  DimVec t_in{};
+  for (int k = 0; k < t.rank_terms[in.rank]; ++k) t_in[t.rank_dim[in.rank][k]] = t.rank_coeff[in.rank][k] * in.stride;
+  int64_t overlap = 1;
+  for (int d = 0; d < kMaxTensorDims; ++d) overlap *= std::max<int64_t>(0, extent[d] - t_in[d]);
+  const int64_t fresh_in = vol - overlap;
+  const unsigned __int128 b = 2 * ps.prefix[above] - ps.prefix[inner];
+  int64_t same_steps = 0;
+  for (int j = 0; j < above; ++j)
+    if (ps.a[j] == b) same_steps += g.temporal[j].steps;
+  return vol * g.iterations_above[level] - (vol - fresh_in) * same_steps;
+}
+
+inline int64_t refill_count(const PlanTensor& t, const DimVec& extent, int64_t vol,
+                            const Geometry& g, int level) {
+  // Innermost temporal loop above the tile: it sets the reference translation T_in.
+  const int inner = g.temporal_above[level] - 1;
+  if (inner < 0) return vol;
+  const TemporalLoop& in = g.temporal[inner];
+  DimVec t_in{}, rewind{};
+  for (int k = 0; k < t.rank_terms[in.rank]; ++k) {
+    t_in[t.rank_dim[in.rank][k]] = t.rank_coeff[in.rank][k] * in.stride;
+    rewind[t.rank_dim[in.rank][k]] = -t_in[t.rank_dim[in.rank][k]];
+  }
+  const uint64_t key_in = t.rank_key[in.rank] * static_cast<uint64_t>(in.stride);
   uint64_t key_rewind = 0 - key_in;
   // new(T_in): the part of the tile not covered by its copy moved by -T_in.
   int64_t overlap = 1;
@@ -71,28 +122,27 @@ inline int64_t refill_count(const PlanTensor& t, const DimVec& extent, int64_t v
   // translation equals T_in need counting: fills = V * prod(f) - (V - new(T_in)) * same_steps.
   // rewind: the translation from the loops between the current one and the tile each stepping
   // back once.
-  int64_t same_steps = (m.loops[inner].factor - 1) * g.prefix_iters[inner];
+  int64_t same_steps = in.steps;
   bool rewind_is_t_in = key_rewind == key_in && equal(rewind, t_in);
   for (int j = inner - 1; j >= 0; --j) {
-    const FlatLoop& lp = m.loops[j];
-    if (lp.kind != LoopKind::Temporal) continue;
+    const TemporalLoop& lp = g.temporal[j];
     const int r = lp.rank;
     bool same = rewind_is_t_in;  // a loop over a rank t does not index moves only the rewinds
     if (t.rank_terms[r] != 0) {
-      const uint64_t key_step = t.rank_key[r] * static_cast<uint64_t>(g.stride[j]);
+      const uint64_t key_step = t.rank_key[r] * static_cast<uint64_t>(lp.stride);
       same = key_rewind + key_step == key_in;
       if (same) {
         DimVec t_j = rewind;
-        for (int k = 0; k < t.rank_terms[r]; ++k) t_j[t.rank_dim[r][k]] += t.rank_coeff[r][k] * g.stride[j];
+        for (int k = 0; k < t.rank_terms[r]; ++k) t_j[t.rank_dim[r][k]] += t.rank_coeff[r][k] * lp.stride;
         same = equal(t_j, t_in);
       }
-      for (int k = 0; k < t.rank_terms[r]; ++k) rewind[t.rank_dim[r][k]] -= t.rank_coeff[r][k] * g.stride[j];
+      for (int k = 0; k < t.rank_terms[r]; ++k) rewind[t.rank_dim[r][k]] -= t.rank_coeff[r][k] * lp.stride;
       key_rewind -= key_step;
       rewind_is_t_in = key_rewind == key_in && equal(rewind, t_in);
     }
-    if (same) same_steps += (lp.factor - 1) * g.prefix_iters[j];
+    if (same) same_steps += lp.steps;
   }
-  return vol * g.prefix_iters[boundary] - (vol - fresh_in) * same_steps;
+  return vol * g.iterations_above[level] - (vol - fresh_in) * same_steps;
 }
 
 // General case (a rank in several dimensions of one tensor): enumerate start points.
@@ -269,6 +319,23 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
     }
     for (int r = 0; r < R; ++r)
       if (run[r] != p.rank_size[r]) return fail(Invalid::FactorProduct, -1);
+    int level = L - 1, k = 0;
+    for (int i = 0; i < n; ++i) {
+      const FlatLoop& lp = m.loops[i];
+      while (level >= 0 && g.boundary[level] <= i) {
+        g.temporal_above[level] = k;
+        g.iterations_above[level] = g.prefix_iters[i];
+        --level;
+      }
+      // A loop of factor 1 is no loop (Timeloop drops them; a mapper may leave them in).
+      if (lp.kind == LoopKind::Temporal && lp.factor > 1)
+        g.temporal[k++] = {lp.rank, lp.factor, g.stride[i], (lp.factor - 1) * g.prefix_iters[i]};
+    }
+    for (; level >= 0; --level) {
+      g.temporal_above[level] = k;
+      g.iterations_above[level] = g.prefix_iters[n];
+    }
+    g.n_temporal = k;
   }
   int64_t used_compute = 1;
   for (int l = L - 1; l >= 0; --l) {
@@ -291,9 +358,11 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
     int64_t reads, fills, updates;
   };
   PerInstance per[kMaxLevels][kMaxTensors];
+  PackedSteps packed_steps;
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = p.tensors[t];
     const bool is_output = pt.role == TensorRole::Output;
+    if (pt.packed) pack_steps(pt, g, packed_steps);
     int child = -1;
     int64_t child_fills = temporal_iterations;  // compute takes one value per operation
     for (int l = 0; l < L; ++l) {
@@ -306,7 +375,9 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
       for (int d = 0; d < pt.n_dims; ++d) vol *= extent[d] = dim_extent(pt.dims[d], ext);
       a.tile = vol;
       out.level_occupancy[l] += vol;
-      const int64_t fills = l == L - 1 ? 0 : refill_count(pt, extent, vol, m, g, g.boundary[l]);
+      const int64_t fills = l == L - 1 ? 0
+                            : pt.packed ? refill_count_packed(pt, extent, vol, g, packed_steps, l)
+                                        : refill_count(pt, extent, vol, g, l);
       // Instances that need different data (spatial loops over ranks t indexes) get their own
       // transfer; the others share it: multicast for inputs, spatial reduction for outputs.
       const int64_t transfers = child_fills * distinct_groups(pt, m, g, child, l);

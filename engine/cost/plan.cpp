@@ -39,6 +39,23 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
       }
     }
     pt.volume = e.tensor_volume(static_cast<int>(t));
+    // The refill analysis compares sums of loop steps per dimension; each such sum is at most
+    // 3 * sum(coeff * rank size) over the dimension's terms (strides of one rank at least double
+    // from loop to loop). Pack when that fits the bits each dimension gets.
+    if (pt.n_dims > 0) {
+      pt.pack_bits = 128 / pt.n_dims;
+      pt.packed = true;
+      for (size_t d = 0; d < ta.dims.size(); ++d) {
+        unsigned __int128 bound = 0;
+        for (const auto& term : ta.dims[d])
+          bound += static_cast<unsigned __int128>(term.coeff) * static_cast<unsigned __int128>(e.ranks[term.rank].size);
+        bound *= 3;
+        if (pt.pack_bits < 127 && bound >= (static_cast<unsigned __int128>(1) << pt.pack_bits)) pt.packed = false;
+      }
+      for (size_t d = 0; d < ta.dims.size(); ++d)
+        for (const auto& term : ta.dims[d])
+          pt.packed_key[term.rank] += static_cast<unsigned __int128>(term.coeff) << (pt.pack_bits * d);
+    }
   }
   for (size_t l = 0; l < c.levels.size(); ++l) {
     const Level& lv = c.levels[l];

@@ -39,6 +39,13 @@ struct PlanTensor {
   // rank_key[r] is the fingerprint of a unit step of rank r. Equal fingerprints are confirmed
   // exactly, so they only serve to skip most vector comparisons.
   std::array<uint64_t, kMaxRanks> rank_key{};
+  // Exact packed form of the same translations, used when every value the refill analysis
+  // compares fits: dimension d occupies bits [d * pack_bits, (d + 1) * pack_bits) of a 128-bit
+  // word and all compared values are non-negative and below 2^pack_bits, so equality of the
+  // words is equality of the vectors. packed_key[r] is a unit step of rank r.
+  bool packed = false;
+  int pack_bits = 0;
+  std::array<unsigned __int128, kMaxRanks> packed_key{};
   int64_t volume = 0;           // values in the whole tensor
 };
 
