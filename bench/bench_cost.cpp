@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "engine/arch/arch_toml.hpp"
-#include "engine/cost/batch.hpp"
 #include "engine/cost/model.hpp"
 
 #include <memory>
@@ -82,67 +81,65 @@ BENCHMARK(BM_EvalResNet50Conv3x3_GemminiDefault_OneMapping);
 BENCHMARK(BM_EvalResNet50Conv3x3_TPUv4i);
 BENCHMARK(BM_EvalResNet50Conv3x3_GemminiDefault_AnyMapping);
 
-// Lane-parallel evaluation: batches of 8 mappings sharing a loop structure (as a mapper
-// enumerating tile shapes for a template produces them). Items are mappings.
+// A mapper's inner loop: one loop structure (order, levels, bypass) analysed once, then evaluated
+// for many factor sets (tile shapes). 512 structures x 8 factor sets each; items are mappings.
 namespace {
 
-struct BatchPool {
+struct StructurePool {
   EvalPlan plan;
-  std::vector<std::unique_ptr<BatchEvaluator>> evaluators;
-  std::vector<LaneFactors> factors;
+  std::vector<NestStructure> structures;
+  std::vector<std::array<int64_t, kMaxLoops>> factors;  // 8 per structure
 };
 
-BatchPool make_batch_pool(const std::string& arch) {
+StructurePool make_structure_pool(const std::string& arch) {
   const Core core = load_architecture(arch).cores.at(0);
   const Einsum conv = make_conv("resnet50_conv2_3x3", {.K = 64, .C = 64, .P = 56, .Q = 56, .R = 3, .S = 3});
-  BatchPool p{compile_plan(conv, core), {}, {}};
+  StructurePool p{compile_plan(conv, core), {}, {}};
   const Pool singles = make_pool(arch, true);
   std::mt19937_64 rng(7);
   for (size_t s = 0; s < 512; ++s) {
     const FlatMapping& shape = singles.mappings[s];
-    p.evaluators.push_back(std::make_unique<BatchEvaluator>(p.plan, shape));
-    LaneFactors f{};
-    for (int k = 0; k < kBatchLanes; ++k) {
+    p.structures.push_back(analyze(p.plan, shape));
+    for (int k = 0; k < 8; ++k) {
       // Redistribute each rank's prime factors over the shape's loops of that rank.
-      FlatMapping m = shape;
+      std::array<int64_t, kMaxLoops> f{};
+      for (int i = 0; i < shape.n_loops; ++i) f[i] = 1;
       for (size_t r = 0; r < conv.ranks.size(); ++r) {
         std::vector<int> loops;
-        for (int i = 0; i < m.n_loops; ++i)
-          if (m.loops[i].rank == static_cast<int>(r)) loops.push_back(i), m.loops[i].factor = 1;
+        for (int i = 0; i < shape.n_loops; ++i)
+          if (shape.loops[i].rank == static_cast<int>(r)) loops.push_back(i);
         if (loops.empty()) continue;
         for (int64_t pf : prime_factors(conv.ranks[r].size))
-          m.loops[loops[std::uniform_int_distribution<size_t>(0, loops.size() - 1)(rng)]].factor *= pf;
+          f[loops[std::uniform_int_distribution<size_t>(0, loops.size() - 1)(rng)]] *= pf;
       }
-      for (int i = 0; i < m.n_loops; ++i) f[i][k] = m.loops[i].factor;
+      p.factors.push_back(f);
     }
-    p.factors.push_back(f);
   }
   return p;
 }
 
-void run_batch(benchmark::State& state, const BatchPool& p) {
-  BatchResult r;
+void run_structures(benchmark::State& state, const StructurePool& p) {
   size_t i = 0;
   for (auto _ : state) {
-    p.evaluators[i]->evaluate(p.factors[i], kBatchLanes, r);
-    benchmark::DoNotOptimize(r.energy_pj);
-    if (++i == p.evaluators.size()) i = 0;
+    const CompactCost c = evaluate(p.plan, p.structures[i / 8], p.factors[i].data());
+    benchmark::DoNotOptimize(c.energy_pj);
+    if (++i == p.factors.size()) i = 0;
   }
-  state.SetItemsProcessed(state.iterations() * kBatchLanes);
-  state.counters["evals/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatchLanes),
+  state.SetItemsProcessed(state.iterations());
+  state.counters["evals/s"] = benchmark::Counter(static_cast<double>(state.iterations()),
                                                  benchmark::Counter::kIsRate);
 }
 
-void BM_BatchEvalResNet50Conv3x3_GemminiDefault(benchmark::State& state) {
-  static const BatchPool p = make_batch_pool("gemmini_default");
-  run_batch(state, p);
+void BM_StructureEvalResNet50Conv3x3_GemminiDefault(benchmark::State& state) {
+  static const StructurePool p = make_structure_pool("gemmini_default");
+  run_structures(state, p);
 }
-void BM_BatchEvalResNet50Conv3x3_TPUv4i(benchmark::State& state) {
-  static const BatchPool p = make_batch_pool("tpuv4i");
-  run_batch(state, p);
+void BM_StructureEvalResNet50Conv3x3_TPUv4i(benchmark::State& state) {
+  static const StructurePool p = make_structure_pool("tpuv4i");
+  run_structures(state, p);
 }
 
 }  // namespace
 
-BENCHMARK(BM_BatchEvalResNet50Conv3x3_GemminiDefault);
-BENCHMARK(BM_BatchEvalResNet50Conv3x3_TPUv4i);
+BENCHMARK(BM_StructureEvalResNet50Conv3x3_GemminiDefault);
+BENCHMARK(BM_StructureEvalResNet50Conv3x3_TPUv4i);

@@ -1,6 +1,7 @@
 #include "engine/cost/model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -9,28 +10,14 @@
 namespace mapfuse {
 namespace {
 
-// A temporal loop as the refill walks see it.
-struct TemporalLoop {
-  int rank;
-  int64_t factor;
-  int64_t stride;  // extent of the loop's rank over the loops inside it
-  int64_t steps;   // (factor - 1) * product of the temporal factors outside it
-};
+using DimVec = std::array<int64_t, kMaxTensorDims>;
+using u128 = unsigned __int128;
 
-struct Geometry {
-  int n = 0;
-  int n_temporal = 0;
-  TemporalLoop temporal[kMaxLoops];          // outermost first
-  int temporal_above[kMaxLevels];            // temporal loops outside level l's tile
-  int64_t iterations_above[kMaxLevels];      // product of their factors
-  int boundary[kMaxLevels];               // index of the first loop of each level
-  int64_t stride[kMaxLoops];              // extent of loop i's rank over the loops inside i
-  int64_t prefix_iters[kMaxLoops + 1];    // product of temporal factors of loops 0..i-1
-  int spatial_begin[kMaxLevels];          // spatial loops of level l: [spatial_begin, level_end)
-  int level_end[kMaxLevels];
-  int64_t tile_ext[kMaxLevels][kMaxRanks + 1];  // rank extents of each level's tile (+ pad slot)
-  int64_t instances[kMaxLevels];          // instances of each level used (outer spatial product)
-};
+inline bool equal(const DimVec& a, const DimVec& b) {
+  bool eq = true;
+  for (int d = 0; d < kMaxTensorDims; ++d) eq &= a[d] == b[d];
+  return eq;
+}
 
 inline int64_t dim_extent(const PlanDim& d, const int64_t* ext) {
   // Most dimensions have one term; the branch is the same for every evaluation of a plan.
@@ -40,139 +27,110 @@ inline int64_t dim_extent(const PlanDim& d, const int64_t* ext) {
   return e;
 }
 
-// Words moved into one instance of a level over the whole run (Timeloop's temporal delta
-// analysis). Timeloop visits, for every temporal loop above the tile, only its first and second
-// iteration and weights the second by (factor - 1); consecutive visits differ by a step of one loop
-// with every loop inside it moved back by one step. A visit reuses the overlap with the previous
-// tile only while the translation equals the one the innermost loop established (its
-// "same-stride" rule); otherwise the whole tile is fetched again. Replaying that visit order in
-// closed form gives
-//   fills = V + N_in * new(T_in) + sum_{j outer} N_j * (T_j == T_in ? new(T_j) : V)
-// with T_j the translation of the tile at a step of loop j, N_j = (f_j - 1) * prod(outer f) its
-// number of steps, and new(T) the part of a tile not covered by its copy moved by -T.
-// Per-dimension vectors are padded to kMaxTensorDims (extent 1, shift 0) so that the loops over
-// them have a constant trip count and compile to a few vector instructions.
-using DimVec = std::array<int64_t, kMaxTensorDims>;
-
-inline bool equal(const DimVec& a, const DimVec& b) {
-  bool eq = true;
-  for (int d = 0; d < kMaxTensorDims; ++d) eq &= a[d] == b[d];
-  return eq;
-}
-
-// The same count with exact packed keys (PlanTensor::packed). With P_j the sum of the steps of
-// the temporal loops outside loop j, the translation of a step of loop j relative to a tile under
-// temporal loop `above` is T_j = P_j + 2 step_j - P_above, and T_in = P_above - P_in, so
-// T_j == T_in  <=>  A_j == B with A_j = P_j + 2 step_j (per tensor) and B = 2 P_above - P_in
-// (per level): one comparison per loop, all values non-negative.
-struct PackedSteps {
-  unsigned __int128 a[kMaxLoops];
-  unsigned __int128 prefix[kMaxLoops + 1];
+// Per-evaluation quantities derived from the factors.
+struct Work {
+  int64_t stride[kMaxLoops];                    // extent of loop i's rank over the loops inside it
+  int64_t ext[kMaxLevels][kMaxRanks + 1];       // rank extents of each level's tile (+ pad slot)
+  int64_t steps[kMaxLoops];                     // per temporal loop j: (f - 1) * outer iterations
+  int64_t iterations_before[kMaxLoops + 1];     // per temporal loop j: product of outer factors
+  int64_t instances[kMaxLevels];
 };
 
-inline void pack_steps(const PlanTensor& t, const Geometry& g, PackedSteps& ps) {
-  unsigned __int128 sum = 0;
-  for (int j = 0; j < g.n_temporal; ++j) {
-    const unsigned __int128 step = t.packed_key[g.temporal[j].rank] * static_cast<uint64_t>(g.temporal[j].stride);
+// --- Refills: Timeloop's temporal delta analysis in closed form. ---------------------------------
+// Timeloop visits, for every temporal loop above a tile, only its first and second iteration and
+// weights the second by (factor - 1); consecutive visits differ by a step of one loop with every
+// loop inside it moved back by one step. A visit reuses the overlap with the previous tile only
+// while the translation equals the one the innermost loop established (its "same-stride" rule);
+// otherwise the whole tile is fetched again. Replaying that visit order gives
+//   fills = V * prod(f) - (V - new(T_in)) * (steps of the loops whose translation equals T_in)
+// with new(T) the part of a tile not covered by its copy moved by -T. Loops of factor 1 are no
+// loops (Timeloop drops them).
+//
+// With P_j the sum of the steps of the temporal loops outside loop j, a step of loop j moves the
+// tile of a level under `above` loops by T_j = P_j + 2 step_j - P_above, and T_in = P_above - P_in,
+// so T_j == T_in  <=>  A_j == B with A_j = P_j + 2 step_j (per tensor) and B = 2 P_above - P_in
+// (per level). With PlanTensor::packed these vectors are exact 128-bit words.
+struct PackedSteps {
+  u128 a[kMaxLoops];
+  u128 prefix[kMaxLoops + 1];
+};
+
+inline void pack_steps(const PlanTensor& t, const NestStructure& s, const int64_t* f, const Work& w,
+                       PackedSteps& ps) {
+  u128 sum = 0;
+  for (int j = 0; j < s.n_temporal; ++j) {
+    const int i = s.temporal[j];
     ps.prefix[j] = sum;
+    ps.a[j] = sum;  // a loop over a rank the tensor does not index moves nothing
+    if (f[i] == 1 || t.rank_terms[s.rank[i]] == 0) continue;  // (factor 1: no loop, steps 0)
+    const u128 step = t.packed_key[s.rank[i]] * static_cast<uint64_t>(w.stride[i]);
     ps.a[j] = sum + 2 * step;
     sum += step;
   }
-  ps.prefix[g.n_temporal] = sum;
+  ps.prefix[s.n_temporal] = sum;
 }
 
-inline int64_t refill_count_packed(const PlanTensor& t, const DimVec& extent, int64_t vol,
-                                   const Geometry& g, const PackedSteps& ps, int level) {
-  const int above = g.temporal_above[level];
-  if (above == 0) return vol;
-  const int inner = above - 1;
-  const TemporalLoop& in = g.temporal[inner];
-  // new(T_in): T_in moves only the dimensions the innermost loop's rank indexes.
-  DimVec t_in{};
-  for (int k = 0; k < t.rank_terms[in.rank]; ++k) t_in[t.rank_dim[in.rank][k]] = t.rank_coeff[in.rank][k] * in.stride;
+// new(T_in) for the innermost loop `i` above the tile: it moves only the dimensions its rank
+// indexes.
+inline int64_t fresh_after_step(const PlanTensor& t, const DimVec& extent, int64_t vol, int rank,
+                                int64_t stride) {
+  DimVec shift{};
+  for (int k = 0; k < t.rank_terms[rank]; ++k) shift[t.rank_dim[rank][k]] = t.rank_coeff[rank][k] * stride;
   int64_t overlap = 1;
-  for (int d = 0; d < kMaxTensorDims; ++d) overlap *= std::max<int64_t>(0, extent[d] - t_in[d]);
-  const int64_t fresh_in = vol - overlap;
-  const unsigned __int128 b = 2 * ps.prefix[above] - ps.prefix[inner];
-  int64_t same_steps = 0;
-  for (int j = 0; j < above; ++j)
-    if (ps.a[j] == b) same_steps += g.temporal[j].steps;
-  return vol * g.iterations_above[level] - (vol - fresh_in) * same_steps;
+  for (int d = 0; d < kMaxTensorDims; ++d) overlap *= std::max<int64_t>(0, extent[d] - shift[d]);
+  return vol - overlap;
 }
 
-inline int64_t refill_count(const PlanTensor& t, const DimVec& extent, int64_t vol,
-                            const Geometry& g, int level) {
-  // Innermost temporal loop above the tile: it sets the reference translation T_in.
-  const int inner = g.temporal_above[level] - 1;
+inline int64_t refill_packed(const PlanTensor& t, const DimVec& extent, int64_t vol,
+                             const NestStructure& s, const int64_t* f, const Work& w,
+                             const PackedSteps& ps, int level) {
+  const int above = s.temporal_above[level];
+  int inner = above - 1;
+  while (inner >= 0 && f[s.temporal[inner]] == 1) --inner;
   if (inner < 0) return vol;
-  const TemporalLoop& in = g.temporal[inner];
-  DimVec t_in{}, rewind{};
-  for (int k = 0; k < t.rank_terms[in.rank]; ++k) {
-    t_in[t.rank_dim[in.rank][k]] = t.rank_coeff[in.rank][k] * in.stride;
-    rewind[t.rank_dim[in.rank][k]] = -t_in[t.rank_dim[in.rank][k]];
-  }
-  const uint64_t key_in = t.rank_key[in.rank] * static_cast<uint64_t>(in.stride);
-  uint64_t key_rewind = 0 - key_in;
-  // new(T_in): the part of the tile not covered by its copy moved by -T_in.
-  int64_t overlap = 1;
-  for (int d = 0; d < kMaxTensorDims; ++d)
-    overlap *= std::max<int64_t>(0, extent[d] - (t_in[d] < 0 ? -t_in[d] : t_in[d]));
-  const int64_t fresh_in = vol - overlap;
-  // Since the steps of all loops above the tile add up to prod(f) - 1, only the steps whose
-  // translation equals T_in need counting: fills = V * prod(f) - (V - new(T_in)) * same_steps.
-  // rewind: the translation from the loops between the current one and the tile each stepping
-  // back once.
-  int64_t same_steps = in.steps;
-  bool rewind_is_t_in = key_rewind == key_in && equal(rewind, t_in);
-  for (int j = inner - 1; j >= 0; --j) {
-    const TemporalLoop& lp = g.temporal[j];
-    const int r = lp.rank;
-    bool same = rewind_is_t_in;  // a loop over a rank t does not index moves only the rewinds
-    if (t.rank_terms[r] != 0) {
-      const uint64_t key_step = t.rank_key[r] * static_cast<uint64_t>(lp.stride);
-      same = key_rewind + key_step == key_in;
-      if (same) {
-        DimVec t_j = rewind;
-        for (int k = 0; k < t.rank_terms[r]; ++k) t_j[t.rank_dim[r][k]] += t.rank_coeff[r][k] * lp.stride;
-        same = equal(t_j, t_in);
-      }
-      for (int k = 0; k < t.rank_terms[r]; ++k) rewind[t.rank_dim[r][k]] -= t.rank_coeff[r][k] * lp.stride;
-      key_rewind -= key_step;
-      rewind_is_t_in = key_rewind == key_in && equal(rewind, t_in);
-    }
-    if (same) same_steps += lp.steps;
-  }
-  return vol * g.iterations_above[level] - (vol - fresh_in) * same_steps;
+  const int ii = s.temporal[inner];
+  const int64_t fresh_in = fresh_after_step(t, extent, vol, s.rank[ii], w.stride[ii]);
+  const u128 b = 2 * ps.prefix[above] - ps.prefix[inner];
+  int64_t same_steps = 0;
+  for (int j = 0; j <= inner; ++j)
+    if (ps.a[j] == b) same_steps += w.steps[j];
+  return vol * w.iterations_before[above] - (vol - fresh_in) * same_steps;
 }
 
-// General case (a rank in several dimensions of one tensor): enumerate start points.
-int64_t distinct_groups_slow(const PlanTensor& t, const FlatMapping& m, const Geometry& g,
-                             const std::vector<int>& loops) {
-  std::vector<int64_t> idx(loops.size(), 0), points;
-  while (true) {
-    int64_t off[kMaxRanks + 1] = {};
-    for (size_t q = 0; q < loops.size(); ++q) off[m.loops[loops[q]].rank] += idx[q] * g.stride[loops[q]];
-    for (int d = 0; d < t.n_dims; ++d) {
-      int64_t o = 0;
-      for (int k = 0; k < kMaxTerms; ++k) o += t.dims[d].terms[k].coeff * off[t.dims[d].terms[k].rank];
-      points.push_back(o);
-    }
-    size_t q = 0;
-    while (q < loops.size() && ++idx[q] == m.loops[loops[q]].factor) idx[q++] = 0;
-    if (q == loops.size()) break;
+// The same without packing (a tensor too large for exact 128-bit keys): explicit vectors.
+int64_t refill_vectors(const PlanTensor& t, const DimVec& extent, int64_t vol, const NestStructure& s,
+                       const int64_t* f, const Work& w, int level) {
+  const int above = s.temporal_above[level];
+  int inner = above - 1;
+  while (inner >= 0 && f[s.temporal[inner]] == 1) --inner;
+  if (inner < 0) return vol;
+  const int ii = s.temporal[inner];
+  const int64_t fresh_in = fresh_after_step(t, extent, vol, s.rank[ii], w.stride[ii]);
+  DimVec t_in{}, rewind{};
+  for (int k = 0; k < t.rank_terms[s.rank[ii]]; ++k) {
+    t_in[t.rank_dim[s.rank[ii]][k]] = t.rank_coeff[s.rank[ii]][k] * w.stride[ii];
+    rewind[t.rank_dim[s.rank[ii]][k]] = -t_in[t.rank_dim[s.rank[ii]][k]];
   }
-  const size_t D = static_cast<size_t>(t.n_dims);
-  std::vector<size_t> order(points.size() / D);
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto less = [&](size_t a, size_t b) {
-    return std::lexicographical_compare(points.begin() + a * D, points.begin() + (a + 1) * D,
-                                        points.begin() + b * D, points.begin() + (b + 1) * D);
-  };
-  std::sort(order.begin(), order.end(), less);
-  int64_t distinct = order.empty() ? 0 : 1;
-  for (size_t i = 1; i < order.size(); ++i) distinct += less(order[i - 1], order[i]);
-  return distinct;
+  int64_t same_steps = w.steps[inner];
+  for (int j = inner - 1; j >= 0; --j) {
+    const int i = s.temporal[j];
+    if (f[i] == 1) continue;
+    DimVec t_j = rewind;
+    for (int k = 0; k < t.rank_terms[s.rank[i]]; ++k) {
+      const int64_t step = t.rank_coeff[s.rank[i]][k] * w.stride[i];
+      t_j[t.rank_dim[s.rank[i]][k]] += step;
+      rewind[t.rank_dim[s.rank[i]][k]] -= step;
+    }
+    if (equal(t_j, t_in)) same_steps += w.steps[j];
+  }
+  return vol * w.iterations_before[above] - (vol - fresh_in) * same_steps;
 }
+
+// --- Multicast groups. -------------------------------------------------------------------------
+// Instances whose tiles start at the same point of the tensor share one transfer (multicast of
+// inputs, spatial reduction of outputs); Timeloop compares the start points, so partly
+// overlapping windows still count separately. It counts the groups of each fan-out on its own and
+// multiplies them across bypassed levels.
 
 // Distinct values of sum_s w_s * i_s over 0 <= i_s < f_s.
 int64_t distinct_sums(const int64_t* w, const int64_t* f, int k) {
@@ -195,52 +153,64 @@ int64_t distinct_sums(const int64_t* w, const int64_t* f, int k) {
   return static_cast<int64_t>(values.size());
 }
 
-// Number of distinct data sets that the spatial loops of one level hand to the instances below:
-// instances whose tiles start at the same point of the tensor share one transfer (multicast of
-// inputs, spatial reduction of outputs). Timeloop compares the start points of the instances'
-// tiles, so partly overlapping windows still count separately.
-int64_t level_groups(const PlanTensor& t, const FlatMapping& m, const Geometry& g, int lv) {
-  int64_t product = 1;
-  int hits[kMaxTensorDims] = {};
-  int64_t w[kMaxTensorDims][kMaxLoops], f[kMaxTensorDims][kMaxLoops];
-  bool collide = false, general = false;
-  for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i) {
-    const FlatLoop& lp = m.loops[i];
-    const int terms = t.rank_terms[lp.rank];
-    if (terms == 0) continue;
-    product *= lp.factor;
-    if (terms != 1) {
-      general = true;
-      continue;
+// General case (a rank in several dimensions of one tensor): enumerate start points.
+int64_t distinct_points(const PlanTensor& t, const NestStructure& s, const int64_t* f, const Work& w,
+                        const std::vector<int>& loops) {
+  std::vector<int64_t> idx(loops.size(), 0), points;
+  while (true) {
+    int64_t off[kMaxRanks + 1] = {};
+    for (size_t q = 0; q < loops.size(); ++q) off[s.rank[loops[q]]] += idx[q] * w.stride[loops[q]];
+    for (int d = 0; d < t.n_dims; ++d) {
+      int64_t o = 0;
+      for (int k = 0; k < kMaxTerms; ++k) o += t.dims[d].terms[k].coeff * off[t.dims[d].terms[k].rank];
+      points.push_back(o);
     }
-    const int d = t.rank_dim[lp.rank][0];
-    w[d][hits[d]] = t.rank_coeff[lp.rank][0] * g.stride[i];
-    f[d][hits[d]] = lp.factor;
-    collide |= ++hits[d] > 1;
+    size_t q = 0;
+    while (q < loops.size() && ++idx[q] == f[loops[q]]) idx[q++] = 0;
+    if (q == loops.size()) break;
   }
-  if (general) {
-    std::vector<int> loops;
-    for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
-      if (t.rank_terms[m.loops[i].rank] != 0) loops.push_back(i);
-    return distinct_groups_slow(t, m, g, loops);
-  }
-  if (!collide) return product;
-  // Two spatial loops move the same dimension (e.g. P and R over an input row): count the
-  // distinct start points of each dimension.
-  int64_t groups = 1;
-  for (int d = 0; d < t.n_dims; ++d)
-    if (hits[d] > 0) groups *= distinct_sums(w[d], f[d], hits[d]);
-  return groups;
+  const size_t D = static_cast<size_t>(t.n_dims);
+  std::vector<size_t> order(points.size() / D);
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto less = [&](size_t a, size_t b) {
+    return std::lexicographical_compare(points.begin() + a * D, points.begin() + (a + 1) * D,
+                                        points.begin() + b * D, points.begin() + (b + 1) * D);
+  };
+  std::sort(order.begin(), order.end(), less);
+  int64_t distinct = order.empty() ? 0 : 1;
+  for (size_t i = 1; i < order.size(); ++i) distinct += less(order[i - 1], order[i]);
+  return distinct;
 }
 
-// Transfers from a level to the next inner level that keeps the tensor go through the fan-outs of
-// every level in between; Timeloop counts the groups of each fan-out on its own and multiplies
-// them (an instance of a bypassed level forwards what its children need without merging it).
-int64_t distinct_groups(const PlanTensor& t, const FlatMapping& m, const Geometry& g, int child,
-                        int level) {
+int64_t groups_general(const PlanTensor& t, const NestStructure& s, const int64_t* f, const Work& w,
+                       uint64_t between) {
   int64_t groups = 1;
-  for (int lv = child + 1; lv <= level; ++lv)
-    if (g.spatial_begin[lv] < g.level_end[lv]) groups *= level_groups(t, m, g, lv);
+  for (int lv = 0; lv < s.n_levels; ++lv) {
+    int hits[kMaxTensorDims] = {};
+    int64_t wt[kMaxTensorDims][kMaxLoops], ft[kMaxTensorDims][kMaxLoops];
+    std::vector<int> several;
+    bool general = false;
+    for (uint64_t m = between; m; m &= m - 1) {
+      const int i = std::countr_zero(m);
+      if (s.level[i] != lv) continue;
+      several.push_back(i);
+      if (t.rank_terms[s.rank[i]] != 1) {
+        general = true;
+        continue;
+      }
+      const int d = t.rank_dim[s.rank[i]][0];
+      wt[d][hits[d]] = t.rank_coeff[s.rank[i]][0] * w.stride[i];
+      ft[d][hits[d]] = f[i];
+      ++hits[d];
+    }
+    if (several.empty()) continue;
+    if (general) {
+      groups *= distinct_points(t, s, f, w, several);
+      continue;
+    }
+    for (int d = 0; d < t.n_dims; ++d)
+      if (hits[d] > 0) groups *= distinct_sums(wt[d], ft[d], hits[d]);
+  }
   return groups;
 }
 
@@ -259,207 +229,261 @@ std::string_view to_string(Invalid k) {
   return "?";
 }
 
-void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
-  const int R = p.n_ranks, T = p.n_tensors, L = p.n_levels, n = m.n_loops;
-  // Reset only the part of the result this plan uses.
-  out.invalid = Invalid::None;
-  out.invalid_level = -1;
-  out.operations = p.operations;
-  for (int l = 0; l < L; ++l) {
-    for (int t = 0; t < T; ++t) out.access[l][t] = {};
-    out.level_energy_pj[l] = out.level_cycles[l] = 0;
-    out.level_occupancy[l] = 0;
+// --- Structure. --------------------------------------------------------------------------------
+// Level l's loops iterate over the tiles of the inner levels while its buffer holds their union,
+// so its tile spans its own loops and every inner one, and the temporal loops of outer levels
+// decide what it is refilled with. Spatial loops of level l fan out into level l-1.
+NestStructure analyze(const EvalPlan& p, const FlatMapping& m) {
+  NestStructure s;
+  const int L = p.n_levels, T = p.n_tensors, n = m.n_loops;
+  s.n = static_cast<int8_t>(n);
+  s.n_levels = static_cast<int8_t>(L);
+  if (m.n_levels != L) {
+    s.structural = Invalid::LevelCount;
+    return s;
   }
+  int level = L;
+  for (int i = 0; i < n; ++i) {
+    const FlatLoop& lp = m.loops[i];
+    s.rank[i] = lp.rank;
+    s.level[i] = lp.level;
+    s.kind[i] = lp.kind;
+    while (level > lp.level) s.boundary[--level] = static_cast<int8_t>(i);
+    if (lp.kind == LoopKind::Temporal) s.temporal[s.n_temporal++] = static_cast<int8_t>(i);
+    else if (lp.kind == LoopKind::SpatialX) s.spatial_x[lp.level] |= uint64_t{1} << i;
+    else s.spatial_y[lp.level] |= uint64_t{1} << i;
+  }
+  while (level > 0) s.boundary[--level] = static_cast<int8_t>(n);
+  for (int l = 0, j = 0; l < L; ++l) {
+    j = 0;
+    while (j < s.n_temporal && s.temporal[j] < s.boundary[l]) ++j;
+    s.temporal_above[l] = static_cast<int8_t>(j);
+  }
+  for (int l = 0; l < L; ++l) s.keep[l] = m.keep[l];
+  // Keep rules, reported (like fan-out) from the outermost level inwards.
+  for (int l = L - 1; l >= 0 && s.structural == Invalid::None; --l)
+    for (int t = 0; t < T; ++t)
+      if ((m.keep[l] >> t & 1) && !(p.levels[l].may_keep & role_bit(p.tensors[t].role))) {
+        s.structural = Invalid::KeepNotAllowed;
+        s.structural_level = static_cast<int8_t>(l);
+        break;
+      }
+  if (s.structural == Invalid::None)
+    for (int t = 0; t < T; ++t)
+      if (!(m.keep[L - 1] >> t & 1)) {
+        s.structural = Invalid::BackingMissing;
+        s.structural_level = static_cast<int8_t>(L - 1);
+      }
+  // Loop index ranges as bit masks: loops [lo, hi).
+  auto range = [](int lo, int hi) -> uint64_t {
+    const uint64_t below_hi = hi >= 64 ? ~uint64_t{0} : (uint64_t{1} << hi) - 1;
+    const uint64_t below_lo = lo >= 64 ? ~uint64_t{0} : (uint64_t{1} << lo) - 1;
+    return below_hi & ~below_lo;
+  };
+  for (int t = 0; t < T; ++t) {
+    const PlanTensor& pt = p.tensors[t];
+    // Spatial loops over ranks this tensor indexes; levels where two of them move one dimension
+    // (or one moves several), which need the exact group count instead of a product.
+    uint64_t relevant = 0;
+    uint8_t crowded = 0;  // bit l
+    {
+      uint8_t seen[kMaxLevels][kMaxTensorDims] = {};
+      for (int i = 0; i < n; ++i) {
+        if (s.kind[i] == LoopKind::Temporal || pt.rank_terms[s.rank[i]] == 0) continue;
+        relevant |= uint64_t{1} << i;
+        if (pt.rank_terms[s.rank[i]] != 1 || ++seen[s.level[i]][pt.rank_dim[s.rank[i]][0]] > 1)
+          crowded |= static_cast<uint8_t>(1u << s.level[i]);
+      }
+    }
+    int child = -1;
+    for (int l = 0; l < L; ++l) {
+      if (!(m.keep[l] >> t & 1)) continue;
+      const int child_begin = child < 0 ? n : s.boundary[child];
+      const uint8_t levels_between = static_cast<uint8_t>(((1u << (l + 1)) - 1) & ~((1u << (child + 1)) - 1));
+      NestStructure::Pair pr{static_cast<int8_t>(t), static_cast<int8_t>(l), static_cast<int8_t>(child),
+                             pt.role == TensorRole::Output, l == L - 1, (crowded & levels_between) == 0,
+                             relevant & range(s.boundary[l], child_begin), relevant & range(0, s.boundary[l])};
+      if (l < L - 1) s.refilled |= static_cast<uint8_t>(1u << t);
+      s.pairs[s.n_pairs++] = pr;
+      child = l;
+    }
+  }
+  return s;
+}
+
+// --- Arithmetic. -------------------------------------------------------------------------------
+CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f, CostResult* full) {
+  const int R = p.n_ranks, T = p.n_tensors, L = s.n_levels, n = s.n;
+  CompactCost out;
   auto fail = [&](Invalid why, int level) {
     out.invalid = why;
-    out.invalid_level = static_cast<int8_t>(level);
-    out.energy_pj = out.cycles = 0;
-  };
-  if (m.n_levels != L) return fail(Invalid::LevelCount, -1);
-
-  // --- Structure and geometry in two passes over the loops. ---------------------------------
-  // Level l's loops iterate over the tiles of the inner levels while its buffer holds their
-  // union, so its tile spans loops boundary[l]..n-1, and the temporal loops before boundary[l]
-  // decide what it is refilled with. Spatial loops of level l fan out into level l-1.
-  Geometry g;
-  int64_t fan_x[kMaxLevels], fan_y[kMaxLevels];
-  std::fill_n(fan_x, L, int64_t{1});
-  std::fill_n(fan_y, L, int64_t{1});
-  g.prefix_iters[0] = 1;
-  {
-    int level = L;
-    for (int l = 0; l < L; ++l) g.spatial_begin[l] = -1;
-    for (int i = 0; i < n; ++i) {
-      const FlatLoop& lp = m.loops[i];
-      while (level > lp.level) g.boundary[--level] = i;
-      if (lp.kind != LoopKind::Temporal && g.spatial_begin[lp.level] < 0) g.spatial_begin[lp.level] = i;
-      g.prefix_iters[i + 1] = g.prefix_iters[i] * (lp.kind == LoopKind::Temporal ? lp.factor : 1);
-      if (lp.kind == LoopKind::SpatialX) fan_x[lp.level] *= lp.factor;
-      else if (lp.kind == LoopKind::SpatialY) fan_y[lp.level] *= lp.factor;
+    if (full) {
+      full->invalid = why;
+      full->invalid_level = static_cast<int8_t>(level);
+      full->energy_pj = full->cycles = 0;
     }
-    while (level > 0) g.boundary[--level] = n;
+    return out;
+  };
+  if (full) {
+    CostResult& r = *full;
+    r.invalid = Invalid::None;
+    r.invalid_level = -1;
+    r.operations = p.operations;
     for (int l = 0; l < L; ++l) {
-      g.level_end[l] = l == 0 ? n : g.boundary[l - 1];
-      if (g.spatial_begin[l] < 0) g.spatial_begin[l] = g.level_end[l];
+      for (int t = 0; t < T; ++t) r.access[l][t] = {};
+      r.level_energy_pj[l] = r.level_cycles[l] = 0;
+      r.level_occupancy[l] = 0;
     }
   }
+  if (s.structural == Invalid::LevelCount) return fail(Invalid::LevelCount, -1);
+
+  Work w;
   {
-    // Walk the loops inside out, level by level, recording each loop's stride (the extent of
-    // its rank over the loops inside it) and each level's tile extents.
     int64_t run[kMaxRanks + 1];
     std::fill_n(run, kMaxRanks + 1, int64_t{1});
     int end = n;
     for (int l = 0; l < L; ++l) {
-      for (int i = end - 1; i >= g.boundary[l]; --i) {
-        g.stride[i] = run[m.loops[i].rank];
-        run[m.loops[i].rank] *= m.loops[i].factor;
+      for (int i = end - 1; i >= s.boundary[l]; --i) {
+        w.stride[i] = run[s.rank[i]];
+        run[s.rank[i]] *= f[i];
       }
-      end = g.boundary[l];
-      std::copy_n(run, kMaxRanks + 1, g.tile_ext[l]);
+      end = s.boundary[l];
+      std::copy_n(run, kMaxRanks + 1, w.ext[l]);
     }
     for (int r = 0; r < R; ++r)
       if (run[r] != p.rank_size[r]) return fail(Invalid::FactorProduct, -1);
-    int level = L - 1, k = 0;
-    for (int i = 0; i < n; ++i) {
-      const FlatLoop& lp = m.loops[i];
-      while (level >= 0 && g.boundary[level] <= i) {
-        g.temporal_above[level] = k;
-        g.iterations_above[level] = g.prefix_iters[i];
-        --level;
-      }
-      // A loop of factor 1 is no loop (Timeloop drops them; a mapper may leave them in).
-      if (lp.kind == LoopKind::Temporal && lp.factor > 1)
-        g.temporal[k++] = {lp.rank, lp.factor, g.stride[i], (lp.factor - 1) * g.prefix_iters[i]};
-    }
-    for (; level >= 0; --level) {
-      g.temporal_above[level] = k;
-      g.iterations_above[level] = g.prefix_iters[n];
-    }
-    g.n_temporal = k;
   }
   int64_t used_compute = 1;
   for (int l = L - 1; l >= 0; --l) {
-    const PlanLevel& lv = p.levels[l];
-    if (fan_x[l] > lv.fanout_x || fan_y[l] > lv.fanout_y) return fail(Invalid::FanoutExceeded, l);
-    for (int t = 0; t < T; ++t)
-      if ((m.keep[l] >> t & 1) && !(lv.may_keep & role_bit(p.tensors[t].role)))
-        return fail(Invalid::KeepNotAllowed, l);
-    out.level_instances[l] = g.instances[l] = used_compute;
-    used_compute *= fan_x[l] * fan_y[l];
+    int64_t fx = 1, fy = 1;
+    for (uint64_t mask = s.spatial_x[l]; mask; mask &= mask - 1) fx *= f[std::countr_zero(mask)];
+    for (uint64_t mask = s.spatial_y[l]; mask; mask &= mask - 1) fy *= f[std::countr_zero(mask)];
+    if (fx > p.levels[l].fanout_x || fy > p.levels[l].fanout_y) return fail(Invalid::FanoutExceeded, l);
+    if (s.structural == Invalid::KeepNotAllowed && s.structural_level == l) return fail(s.structural, l);
+    w.instances[l] = used_compute;
+    used_compute *= fx * fy;
   }
-  for (int t = 0; t < T; ++t)
-    if (!(m.keep[L - 1] >> t & 1)) return fail(Invalid::BackingMissing, L - 1);
-  const int64_t temporal_iterations = g.prefix_iters[n];
+  if (s.structural != Invalid::None) return fail(s.structural, s.structural_level);
+  {
+    int64_t before = 1;
+    for (int j = 0; j < s.n_temporal; ++j) {
+      const int64_t fj = f[s.temporal[j]];
+      w.iterations_before[j] = before;
+      w.steps[j] = (fj - 1) * before;
+      before *= fj;
+    }
+    w.iterations_before[s.n_temporal] = before;
+  }
+  const int64_t temporal_iterations = w.iterations_before[s.n_temporal];
 
-  // --- Per tensor: tiles and refills of every level that keeps it, then the traffic between
-  // each kept level and the next inner one (or compute). Counts are kept per instance too, for
-  // Timeloop's per-instance rounding and bandwidth demand. ----------------------------------------
-  struct PerInstance {
+  // Per (tensor, kept level), innermost first: tile, refills, and the traffic to the next inner
+  // kept level (or compute), per instance.
+  struct Counts {
     int64_t reads, fills, updates;
   };
-  PerInstance per[kMaxLevels][kMaxTensors];
-  PackedSteps packed_steps;
-  for (int t = 0; t < T; ++t) {
+  Counts per[kMaxLevels][kMaxTensors];
+  int64_t occupancy[kMaxLevels] = {};
+  int64_t child_fills = 0;
+  PackedSteps packed;
+  int packed_for = -1;
+  for (int q = 0; q < s.n_pairs; ++q) {
+    const NestStructure::Pair& pr = s.pairs[q];
+    const int t = pr.tensor, l = pr.level;
     const PlanTensor& pt = p.tensors[t];
-    const bool is_output = pt.role == TensorRole::Output;
-    if (pt.packed) pack_steps(pt, g, packed_steps);
-    int child = -1;
-    int64_t child_fills = temporal_iterations;  // compute takes one value per operation
-    for (int l = 0; l < L; ++l) {
-      if (!(m.keep[l] >> t & 1)) continue;
-      TensorAccesses& a = out.access[l][t];
-      const int64_t* ext = g.tile_ext[l];
-      DimVec extent;
-      extent.fill(1);
-      int64_t vol = 1;
-      for (int d = 0; d < pt.n_dims; ++d) vol *= extent[d] = dim_extent(pt.dims[d], ext);
-      a.tile = vol;
-      out.level_occupancy[l] += vol;
-      const int64_t fills = l == L - 1 ? 0
-                            : pt.packed ? refill_count_packed(pt, extent, vol, g, packed_steps, l)
-                                        : refill_count(pt, extent, vol, g, l);
-      // Instances that need different data (spatial loops over ranks t indexes) get their own
-      // transfer; the others share it: multicast for inputs, spatial reduction for outputs.
-      const int64_t transfers = child_fills * distinct_groups(pt, m, g, child, l);
-      PerInstance& pi = per[l][t];
-      pi.fills = fills;
-      if (is_output) {
-        // The first update of every output value lands on zero: it is neither read for
-        // accumulation nor (since Timeloop 2023) filled from above. One instance starts the
-        // partial sums of its partition of the outputs: the whole tensor over the instances that
-        // split ranks the outputs index (instances that split a reduction each start their own).
-        int64_t partition = pt.volume;
-        for (int lv = l + 1; lv < L; ++lv)
-          for (int i = g.spatial_begin[lv]; i < g.level_end[lv]; ++i)
-            if (pt.rank_terms[m.loops[i].rank] != 0) partition /= m.loops[i].factor;
-        pi.updates = transfers;
-        pi.reads = std::max<int64_t>(0, transfers - partition);
-        if (!p.legacy_output_fills) pi.fills = std::max<int64_t>(0, fills - partition);
+    if (pr.child < 0) child_fills = temporal_iterations;  // compute takes a value per operation
+    DimVec extent;
+    extent.fill(1);
+    int64_t vol = 1;
+    for (int d = 0; d < pt.n_dims; ++d) vol *= extent[d] = dim_extent(pt.dims[d], w.ext[l]);
+    occupancy[l] += vol;
+    int64_t fills = 0;
+    if (!pr.backing) {
+      if (pt.packed) {
+        if (packed_for != t) pack_steps(pt, s, f, w, packed), packed_for = t;
+        fills = refill_packed(pt, extent, vol, s, f, w, packed, l);
       } else {
-        pi.updates = 0;
-        pi.reads = transfers;
+        fills = refill_vectors(pt, extent, vol, s, f, w, l);
       }
-      const int64_t inst = g.instances[l];
-      a.reads = pi.reads * inst;
-      a.fills = pi.fills * inst;
-      a.updates = pi.updates * inst;
-      child = l;
-      child_fills = fills;
+    }
+    int64_t groups = 1;
+    if (pr.between_simple)
+      for (uint64_t mask = pr.between; mask; mask &= mask - 1) groups *= f[std::countr_zero(mask)];
+    else
+      groups = groups_general(pt, s, f, w, pr.between);
+    const int64_t transfers = child_fills * groups;
+    Counts& c = per[l][t];
+    c.fills = fills;
+    if (pr.output) {
+      // The first update of every output value lands on zero: it is neither read for
+      // accumulation nor (since Timeloop 2023) filled from above. One instance starts the partial
+      // sums of its partition of the outputs: the whole tensor over the instances that split
+      // ranks the outputs index (instances that split a reduction each start their own).
+      int64_t partition = pt.volume;
+      for (uint64_t mask = pr.partition; mask; mask &= mask - 1) partition /= f[std::countr_zero(mask)];
+      c.updates = transfers;
+      c.reads = std::max<int64_t>(0, transfers - partition);
+      if (!p.legacy_output_fills) c.fills = std::max<int64_t>(0, fills - partition);
+    } else {
+      c.updates = 0;
+      c.reads = transfers;
+    }
+    child_fills = fills;
+    if (full) {
+      TensorAccesses& a = full->access[l][t];
+      const int64_t inst = w.instances[l];
+      a.tile = vol;
+      a.reads = c.reads * inst;
+      a.fills = c.fills * inst;
+      a.updates = c.updates * inst;
     }
   }
 
-  // --- Capacity. ----------------------------------------------------------------------------
+  // Capacity (the breakdown of an over-capacity mapping is still computed: it is informative).
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = p.levels[l];
-    if (lv.entries > 0 && out.level_occupancy[l] * lv.multiple_buffering > lv.entries) {
+    if (lv.entries > 0 && occupancy[l] * lv.multiple_buffering > lv.entries) {
       out.invalid = Invalid::CapacityExceeded;
-      out.invalid_level = static_cast<int8_t>(l);
-      // Keep going: the breakdown of an over-capacity mapping is still informative.
+      if (full) {
+        full->invalid = Invalid::CapacityExceeded;
+        full->invalid_level = static_cast<int8_t>(l);
+      }
+      break;
     }
   }
 
-  // --- Energy and latency. ------------------------------------------------------------------
-  out.compute_cycles = static_cast<double>(temporal_iterations);
-  out.compute_energy_pj = static_cast<double>(p.operations) * p.op_pj;
-  double energy = out.compute_energy_pj;
-  double cycles = out.compute_cycles;
-  int64_t available = 1;
+  // Energy and latency.
+  const double cc = static_cast<double>(temporal_iterations);
+  double energy = static_cast<double>(p.operations) * p.op_pj;
+  double cycles = cc;
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = p.levels[l];
-    available *= lv.fanout_x * lv.fanout_y;
+    const int64_t block = lv.block_size;
     // Energy is charged per vector access of block_size words, rounded up per instance and
     // action, as Timeloop does.
-    const int64_t inst = g.instances[l], block = lv.block_size;
-    auto vectors = [&](int64_t words) -> int64_t {
-      return block == 1 ? words : (words + block - 1) / block * block;
-    };
+    auto vectors = [&](int64_t words) -> int64_t { return block == 1 ? words : (words + block - 1) / block * block; };
     double e = 0;
     int64_t rd_words = 0, wr_words = 0;
     for (int t = 0; t < T; ++t) {
-      if (!(m.keep[l] >> t & 1)) continue;
-      const PerInstance& pi = per[l][t];
-      e += static_cast<double>(vectors(pi.reads)) * lv.read_pj +
-           static_cast<double>(vectors(pi.fills)) * lv.write_pj +
-           static_cast<double>(vectors(pi.updates)) * lv.update_pj;
-      rd_words += pi.reads;
-      wr_words += pi.fills + pi.updates;
+      if (!(s.keep[l] >> t & 1)) continue;
+      const Counts& c = per[l][t];
+      e += static_cast<double>(vectors(c.reads)) * lv.read_pj + static_cast<double>(vectors(c.fills)) * lv.write_pj +
+           static_cast<double>(vectors(c.updates)) * lv.update_pj;
+      rd_words += c.reads;
+      wr_words += c.fills + c.updates;
     }
-    e *= static_cast<double>(inst);
-    out.level_energy_pj[l] = e;
+    e *= static_cast<double>(w.instances[l]);
     energy += e;
     // Bandwidth: only a level whose demand reaches its bandwidth slows the run down. Near or past
     // that point, sum the per-instance demand tensor by tensor in double precision in Timeloop's
     // order, so that rounding up lands on the same whole cycle.
-    const double cc = out.compute_cycles;
     const double limit = cc * (1 - 1e-9);
     double c = 0;
-    const bool maybe_bound = (lv.read_bw > 0 && static_cast<double>(rd_words) > lv.read_bw * limit) ||
-                             (lv.write_bw > 0 && static_cast<double>(wr_words) > lv.write_bw * limit) ||
-                             (lv.shared_bw > 0 && static_cast<double>(rd_words + wr_words) > lv.shared_bw * limit);
-    if (maybe_bound) {
+    if ((lv.read_bw > 0 && static_cast<double>(rd_words) > lv.read_bw * limit) ||
+        (lv.write_bw > 0 && static_cast<double>(wr_words) > lv.write_bw * limit) ||
+        (lv.shared_bw > 0 && static_cast<double>(rd_words + wr_words) > lv.shared_bw * limit)) {
       double rd = 0, wr = 0;
       for (int t = 0; t < T; ++t) {
-        if (!(m.keep[l] >> t & 1)) continue;
+        if (!(s.keep[l] >> t & 1)) continue;
         rd += static_cast<double>(per[l][t].reads) / cc;
         wr += static_cast<double>(per[l][t].fills + per[l][t].updates) / cc;
       }
@@ -467,14 +491,35 @@ void evaluate(const EvalPlan& p, const FlatMapping& m, CostResult& out) {
       if (lv.read_bw > 0 && lv.read_bw < rd) slowdown = std::min(slowdown, lv.read_bw / rd);
       if (lv.write_bw > 0 && lv.write_bw < wr) slowdown = std::min(slowdown, lv.write_bw / wr);
       if (lv.shared_bw > 0 && lv.shared_bw < wr + rd) slowdown = std::min(slowdown, lv.shared_bw / (wr + rd));
-      c = slowdown < 1 ? std::ceil(cc / slowdown) : 0.0;
+      if (slowdown < 1) c = std::ceil(cc / slowdown);
     }
-    out.level_cycles[l] = c;
     cycles = std::max(cycles, c);
+    if (full) {
+      full->level_energy_pj[l] = e;
+      full->level_cycles[l] = c;
+      full->level_occupancy[l] = occupancy[l];
+      full->level_instances[l] = w.instances[l];
+    }
   }
-  out.utilization = static_cast<double>(used_compute) / static_cast<double>(available);
   out.energy_pj = energy;
   out.cycles = cycles;
+  if (full) {
+    int64_t available = 1;
+    for (int l = 0; l < L; ++l) available *= p.levels[l].fanout_x * p.levels[l].fanout_y;
+    full->utilization = static_cast<double>(used_compute) / static_cast<double>(available);
+    full->compute_cycles = cc;
+    full->compute_energy_pj = static_cast<double>(p.operations) * p.op_pj;
+    full->energy_pj = energy;
+    full->cycles = cycles;
+  }
+  return out;
+}
+
+void evaluate(const EvalPlan& plan, const FlatMapping& m, CostResult& out) {
+  const NestStructure s = analyze(plan, m);
+  int64_t factors[kMaxLoops];
+  for (int i = 0; i < m.n_loops; ++i) factors[i] = m.loops[i].factor;
+  evaluate(plan, s, factors, &out);
 }
 
 CostResult evaluate(const EvalPlan& plan, const FlatMapping& m) {

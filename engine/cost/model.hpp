@@ -49,6 +49,45 @@ struct CostResult {
   double edp() const { return energy_pj * cycles; }
 };
 
+// What a mapper needs of an evaluation.
+struct CompactCost {
+  Invalid invalid = Invalid::None;
+  double energy_pj = 0;
+  double cycles = 0;
+  bool valid() const { return invalid == Invalid::None; }
+  double edp() const { return energy_pj * cycles; }
+};
+
+// The part of a mapping that does not depend on its factors: loop order, levels, ranks, kinds
+// and what every level keeps. Worked out once, it leaves only arithmetic per evaluation.
+struct NestStructure {
+  struct Pair {          // one (tensor, level that keeps it), innermost level first per tensor
+    int8_t tensor, level, child;  // child: next inner level keeping the tensor, -1 = compute
+    bool output, backing;
+    bool between_simple;  // multicast groups are a plain product of `between` factors
+    uint64_t between;     // spatial loops of levels child+1..level over ranks the tensor indexes
+    uint64_t partition;   // spatial loops above `level` over ranks the tensor indexes
+  };
+  int8_t n = 0, n_levels = 0, n_temporal = 0, n_pairs = 0;
+  Invalid structural = Invalid::None;  // KeepNotAllowed / BackingMissing / LevelCount
+  int8_t structural_level = -1;
+  std::array<int8_t, kMaxLoops> rank{}, level{};
+  std::array<LoopKind, kMaxLoops> kind{};
+  std::array<int8_t, kMaxLevels> boundary{};        // first loop of each level
+  std::array<int8_t, kMaxLoops> temporal{};         // temporal loops, outermost first
+  std::array<int8_t, kMaxLevels> temporal_above{};  // temporal loops outside each level's tile
+  std::array<uint64_t, kMaxLevels> spatial_x{}, spatial_y{};
+  std::array<Pair, kMaxLevels * kMaxTensors> pairs{};
+  std::array<TensorMask, kMaxLevels> keep{};
+  uint8_t refilled = 0;  // bit t: the tensor has a kept level below the backing store
+};
+NestStructure analyze(const EvalPlan& plan, const FlatMapping& m);
+
+// Evaluates the structure with the given factors (factors[i] for loop i; 1 = no loop). Writes
+// the full breakdown when `full` is given. Allocation-free.
+CompactCost evaluate(const EvalPlan& plan, const NestStructure& s, const int64_t* factors,
+                     CostResult* full = nullptr);
+
 // Evaluates one mapping. Allocation-free; safe to call concurrently on the same plan.
 void evaluate(const EvalPlan& plan, const FlatMapping& m, CostResult& out);
 CostResult evaluate(const EvalPlan& plan, const FlatMapping& m);
