@@ -49,21 +49,27 @@ struct Work {
 // With P_j the sum of the steps of the temporal loops outside loop j, a step of loop j moves the
 // tile of a level under `above` loops by T_j = P_j + 2 step_j - P_above, and T_in = P_above - P_in,
 // so T_j == T_in  <=>  A_j == B with A_j = P_j + 2 step_j (per tensor) and B = 2 P_above - P_in
-// (per level). With PlanTensor::packed these vectors are exact 128-bit words.
+// (per level). PlanTensor::packing makes these vectors exact 64- or 128-bit words.
+template <class Key>
 struct PackedSteps {
-  u128 a[kMaxLoops];
-  u128 prefix[kMaxLoops + 1];
+  Key a[kMaxLoops];
+  Key prefix[kMaxLoops + 1];
 };
 
+template <class Key>
 inline void pack_steps(const PlanTensor& t, const NestStructure& s, const int64_t* f, const Work& w,
-                       PackedSteps& ps) {
-  u128 sum = 0;
+                       PackedSteps<Key>& ps) {
+  const auto& keys = [&]() -> const auto& {
+    if constexpr (sizeof(Key) == 8) return t.key64;
+    else return t.key128;
+  }();
+  Key sum = 0;
   for (int j = 0; j < s.n_temporal; ++j) {
     const int i = s.temporal[j];
     ps.prefix[j] = sum;
     ps.a[j] = sum;  // a loop over a rank the tensor does not index moves nothing
     if (f[i] == 1 || t.rank_terms[s.rank[i]] == 0) continue;  // (factor 1: no loop, steps 0)
-    const u128 step = t.packed_key[s.rank[i]] * static_cast<uint64_t>(w.stride[i]);
+    const Key step = keys[s.rank[i]] * static_cast<uint64_t>(w.stride[i]);
     ps.a[j] = sum + 2 * step;
     sum += step;
   }
@@ -81,23 +87,23 @@ inline int64_t fresh_after_step(const PlanTensor& t, const DimVec& extent, int64
   return vol - overlap;
 }
 
+template <class Key>
 inline int64_t refill_packed(const PlanTensor& t, const DimVec& extent, int64_t vol,
                              const NestStructure& s, const int64_t* f, const Work& w,
-                             const PackedSteps& ps, int level) {
+                             const PackedSteps<Key>& ps, int level) {
   const int above = s.temporal_above[level];
   int inner = above - 1;
   while (inner >= 0 && f[s.temporal[inner]] == 1) --inner;
   if (inner < 0) return vol;
   const int ii = s.temporal[inner];
   const int64_t fresh_in = fresh_after_step(t, extent, vol, s.rank[ii], w.stride[ii]);
-  const u128 b = 2 * ps.prefix[above] - ps.prefix[inner];
+  const Key b = 2 * ps.prefix[above] - ps.prefix[inner];
   int64_t same_steps = 0;
-  for (int j = 0; j <= inner; ++j)
-    if (ps.a[j] == b) same_steps += w.steps[j];
+  for (int j = 0; j <= inner; ++j) same_steps += ps.a[j] == b ? w.steps[j] : 0;
   return vol * w.iterations_before[above] - (vol - fresh_in) * same_steps;
 }
 
-// The same without packing (a tensor too large for exact 128-bit keys): explicit vectors.
+// The same without packing (a tensor too large for exact packed keys): explicit vectors.
 int64_t refill_vectors(const PlanTensor& t, const DimVec& extent, int64_t vol, const NestStructure& s,
                        const int64_t* f, const Work& w, int level) {
   const int above = s.temporal_above[level];
@@ -384,7 +390,8 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
   Counts per[kMaxLevels][kMaxTensors];
   int64_t occupancy[kMaxLevels] = {};
   int64_t child_fills = 0;
-  PackedSteps packed;
+  PackedSteps<uint64_t> packed64;
+  PackedSteps<u128> packed128;
   int packed_for = -1;
   for (int q = 0; q < s.n_pairs; ++q) {
     const NestStructure::Pair& pr = s.pairs[q];
@@ -398,9 +405,12 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
     occupancy[l] += vol;
     int64_t fills = 0;
     if (!pr.backing) {
-      if (pt.packed) {
-        if (packed_for != t) pack_steps(pt, s, f, w, packed), packed_for = t;
-        fills = refill_packed(pt, extent, vol, s, f, w, packed, l);
+      if (pt.packing == PlanTensor::Packing::Word64) {
+        if (packed_for != t) pack_steps(pt, s, f, w, packed64), packed_for = t;
+        fills = refill_packed(pt, extent, vol, s, f, w, packed64, l);
+      } else if (pt.packing == PlanTensor::Packing::Word128) {
+        if (packed_for != t) pack_steps(pt, s, f, w, packed128), packed_for = t;
+        fills = refill_packed(pt, extent, vol, s, f, w, packed128, l);
       } else {
         fills = refill_vectors(pt, extent, vol, s, f, w, l);
       }
@@ -418,8 +428,9 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
       // accumulation nor (since Timeloop 2023) filled from above. One instance starts the partial
       // sums of its partition of the outputs: the whole tensor over the instances that split
       // ranks the outputs index (instances that split a reduction each start their own).
-      int64_t partition = pt.volume;
-      for (uint64_t mask = pr.partition; mask; mask &= mask - 1) partition /= f[std::countr_zero(mask)];
+      int64_t split = 1;
+      for (uint64_t mask = pr.partition; mask; mask &= mask - 1) split *= f[std::countr_zero(mask)];
+      const int64_t partition = split == 1 ? pt.volume : pt.volume / split;
       c.updates = transfers;
       c.reads = std::max<int64_t>(0, transfers - partition);
       if (!p.legacy_output_fills) c.fills = std::max<int64_t>(0, fills - partition);

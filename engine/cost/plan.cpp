@@ -34,27 +34,32 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
                            "rank " + e.ranks[r].name + " appears in more than two dimensions");
         pt.rank_dim[r][pt.rank_terms[r]] = static_cast<int8_t>(d);
         pt.rank_coeff[r][pt.rank_terms[r]] = ta.dims[d][k].coeff;
-        pt.rank_key[r] += kDimKey[d] * static_cast<uint64_t>(ta.dims[d][k].coeff);
         ++pt.rank_terms[r];
       }
     }
     pt.volume = e.tensor_volume(static_cast<int>(t));
     // The refill analysis compares sums of loop steps per dimension; each such sum is at most
     // 3 * sum(coeff * rank size) over the dimension's terms (strides of one rank at least double
-    // from loop to loop). Pack when that fits the bits each dimension gets.
+    // from loop to loop). Pack into the smallest word whose per-dimension field holds that.
     if (pt.n_dims > 0) {
-      pt.pack_bits = 128 / pt.n_dims;
-      pt.packed = true;
-      for (size_t d = 0; d < ta.dims.size(); ++d) {
-        unsigned __int128 bound = 0;
-        for (const auto& term : ta.dims[d])
-          bound += static_cast<unsigned __int128>(term.coeff) * static_cast<unsigned __int128>(e.ranks[term.rank].size);
-        bound *= 3;
-        if (pt.pack_bits < 127 && bound >= (static_cast<unsigned __int128>(1) << pt.pack_bits)) pt.packed = false;
-      }
+      auto fits = [&](int word_bits) {
+        const int b = word_bits / pt.n_dims;
+        for (const auto& dim : ta.dims) {
+          unsigned __int128 bound = 0;
+          for (const auto& term : dim)
+            bound += static_cast<unsigned __int128>(term.coeff) * static_cast<unsigned __int128>(e.ranks[term.rank].size);
+          if (b < 127 && 3 * bound >= (static_cast<unsigned __int128>(1) << b)) return false;
+        }
+        return true;
+      };
+      using Packing = PlanTensor::Packing;
+      pt.packing = fits(64) ? Packing::Word64 : fits(128) ? Packing::Word128 : Packing::None;
+      const int b = (pt.packing == Packing::Word64 ? 64 : 128) / pt.n_dims;
       for (size_t d = 0; d < ta.dims.size(); ++d)
-        for (const auto& term : ta.dims[d])
-          pt.packed_key[term.rank] += static_cast<unsigned __int128>(term.coeff) << (pt.pack_bits * d);
+        for (const auto& term : ta.dims[d]) {
+          pt.key64[term.rank] += static_cast<uint64_t>(term.coeff) << (b * d % 64);
+          pt.key128[term.rank] += static_cast<unsigned __int128>(term.coeff) << (b * d);
+        }
     }
   }
   for (size_t l = 0; l < c.levels.size(); ++l) {

@@ -35,17 +35,13 @@ struct PlanTensor {
   std::array<int8_t, kMaxRanks> rank_terms{};
   std::array<std::array<int8_t, 2>, kMaxRanks> rank_dim{};
   std::array<std::array<int64_t, 2>, kMaxRanks> rank_coeff{};
-  // Linear fingerprint of a translation: sum over dimensions of kDimKey[d] * shift[d] (mod 2^64).
-  // rank_key[r] is the fingerprint of a unit step of rank r. Equal fingerprints are confirmed
-  // exactly, so they only serve to skip most vector comparisons.
-  std::array<uint64_t, kMaxRanks> rank_key{};
-  // Exact packed form of the same translations, used when every value the refill analysis
-  // compares fits: dimension d occupies bits [d * pack_bits, (d + 1) * pack_bits) of a 128-bit
-  // word and all compared values are non-negative and below 2^pack_bits, so equality of the
-  // words is equality of the vectors. packed_key[r] is a unit step of rank r.
-  bool packed = false;
-  int pack_bits = 0;
-  std::array<unsigned __int128, kMaxRanks> packed_key{};
+  // Exact packed form of the translations the refill analysis compares: dimension d occupies
+  // bits [d * b, (d + 1) * b) of a 64- or 128-bit word, where b = word bits / n_dims. All
+  // compared values are non-negative and below 2^b, so equal words are equal vectors. Chosen at
+  // compile time from the tensor's extents; `None` falls back to explicit vectors.
+  enum class Packing : uint8_t { Word64, Word128, None } packing = Packing::None;
+  std::array<uint64_t, kMaxRanks> key64{};            // unit step of rank r
+  std::array<unsigned __int128, kMaxRanks> key128{};
   int64_t volume = 0;           // values in the whole tensor
 };
 
@@ -69,10 +65,6 @@ struct EvalPlan {
   bool legacy_output_fills = false;
   int64_t operations = 0;
 };
-
-inline constexpr std::array<uint64_t, kMaxTensorDims> kDimKey = {
-    0x9E3779B97F4A7C15ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull,
-    0xD6E8FEB86659FD93ull, 0xA0761D6478BD642Full, 0xE7037ED1A0B428DBull};
 
 // Throws InputError if the Einsum exceeds the fixed bounds above.
 EvalPlan compile_plan(const Einsum& e, const Core& c);

@@ -77,3 +77,31 @@ TEST_CASE("structure: one structure, many factor sets, with colliding spatial lo
   // The global buffer's fan-out accepts any rank, so P and R (same input row) can share it.
   check_equal("tpuv4i", make_depthwise_conv("dw", {.C = 16, .P = 28, .Q = 28, .R = 3, .S = 3}, "I", "W", "O"), 400, 3);
 }
+
+TEST_CASE("structure: packed 64-bit, packed 128-bit and plain vector refills agree") {
+  const Core c = load_architecture("gemmini_default").cores.at(0);
+  const Einsum e = make_conv("c", {.N = 2, .K = 32, .C = 24, .P = 14, .Q = 14, .R = 3, .S = 3, .Wstride = 2});
+  const EvalPlan plan64 = compile_plan(e, c);
+  for (int t = 0; t < 3; ++t) CHECK(plan64.tensors[t].packing == PlanTensor::Packing::Word64);
+  EvalPlan plan128 = plan64, plain = plan64;
+  for (int t = 0; t < 3; ++t) {
+    plan128.tensors[t].packing = PlanTensor::Packing::Word128;
+    plain.tensors[t].packing = PlanTensor::Packing::None;
+  }
+  std::mt19937_64 rng(5);
+  int valid = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const FlatMapping m = flatten(random_mapping(e, c, rng));
+    const CostResult a = evaluate(plan64, m), b = evaluate(plan128, m), v = evaluate(plain, m);
+    REQUIRE(a.invalid == v.invalid);
+    CHECK(a.energy_pj == v.energy_pj);
+    CHECK(b.energy_pj == v.energy_pj);
+    CHECK(a.cycles == v.cycles);
+    for (int l = 0; l < 4; ++l)
+      for (int t = 0; t < 3; ++t) CHECK(a.access[l][t].fills == v.access[l][t].fills);
+    valid += v.valid();
+  }
+  CHECK(valid > 100);
+  // Large tensors get wider words or none.
+  CHECK(compile_plan(make_matmul("big", int64_t{1} << 31, 8, 8), c).tensors[0].packing == PlanTensor::Packing::Word128);
+}
