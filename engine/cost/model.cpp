@@ -401,7 +401,10 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
     DimVec extent;
     extent.fill(1);
     int64_t vol = 1;
-    for (int d = 0; d < pt.n_dims; ++d) vol *= extent[d] = dim_extent(pt.dims[d], w.ext[l]);
+    for (int d = 0; d < pt.n_dims; ++d) {
+      const int r = pt.plain_rank[d];
+      vol *= extent[d] = r >= 0 ? w.ext[l][r] : dim_extent(pt.dims[d], w.ext[l]);
+    }
     occupancy[l] += vol;
     int64_t fills = 0;
     if (!pr.backing) {

@@ -19,6 +19,9 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
     PlanTensor& pt = p.tensors[t];
     pt.role = ta.role;
     pt.n_dims = static_cast<int8_t>(ta.dims.size());
+    pt.plain_rank.fill(-1);
+    for (size_t d = 0; d < ta.dims.size(); ++d)
+      if (ta.dims[d].size() == 1 && ta.dims[d][0].coeff == 1) pt.plain_rank[d] = static_cast<int8_t>(ta.dims[d][0].rank);
     for (auto& dim : pt.dims) dim.terms.fill({static_cast<int8_t>(kPadRank), 0});
     for (size_t d = 0; d < ta.dims.size(); ++d) {
       if (ta.dims[d].size() > kMaxTerms)

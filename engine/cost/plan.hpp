@@ -31,6 +31,9 @@ struct PlanTensor {
   int8_t n_dims = 0;
   std::array<PlanDim, kMaxTensorDims> dims{};
   uint16_t relevant_ranks = 0;  // bit r: rank r appears in some dimension
+  // Dimensions indexed by one rank with coefficient 1 (most of them): their extent is that
+  // rank's extent. -1 for the others.
+  std::array<int8_t, kMaxTensorDims> plain_rank{};
   // Inverse of `dims` for the hot path: where rank r appears (dimension and coefficient).
   std::array<int8_t, kMaxRanks> rank_terms{};
   std::array<std::array<int8_t, 2>, kMaxRanks> rank_dim{};
