@@ -141,6 +141,70 @@ Architecture load_architecture(const std::string& name_or_path) {
                        did_you_mean(name_or_path, arch_preset_names()));
 }
 
+namespace {
+
+std::string toml_string(std::string_view v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string roles_list(RoleMask m) {
+  std::vector<std::string> r;
+  for (TensorRole role : {TensorRole::Weight, TensorRole::Input, TensorRole::Output})
+    if (m & role_bit(role)) r.push_back(toml_string(to_string(role)));
+  return fmt::format("[{}]", fmt::join(r, ", "));
+}
+
+std::string names_list(const std::vector<std::string>& v) {
+  std::vector<std::string> q;
+  for (const auto& s : v) q.push_back(toml_string(s));
+  return fmt::format("[{}]", fmt::join(q, ", "));
+}
+
+}  // namespace
+
+std::string to_toml(const Architecture& a) {
+  if (a.cores.size() != 1)
+    throw InputError({}, "architecture", "only single-core architectures have a TOML form yet");
+  const Core& c = a.cores[0];
+  std::string s = fmt::format("name = {}\n", toml_string(a.name));
+  if (!a.description.empty()) s += fmt::format("description = {}\n", toml_string(a.description));
+  if (c.legacy_output_fills) s += "legacy_output_fills = true\n";
+  s += fmt::format("\n[compute]\nname = {}\nenergy_pj = {}\nfrequency_mhz = {}\n", toml_string(c.compute.name),
+                   c.compute.energy_pj, c.compute.frequency_hz / 1e6);
+  for (int l = static_cast<int>(c.levels.size()) - 1; l >= 0; --l) {
+    const Level& lv = c.levels[l];
+    s += fmt::format("\n[[level]]\nname = {}\n", toml_string(lv.name));
+    if (lv.entries > 0) s += fmt::format("entries = {}\n", lv.entries);
+    s += fmt::format("word_bits = {}\n", lv.word_bits);
+    if (lv.block_size != 1) s += fmt::format("block_size = {}\n", lv.block_size);
+    if (lv.multiple_buffering != 1) s += fmt::format("multiple_buffering = {}\n", lv.multiple_buffering);
+    if (lv.read_bandwidth > 0) s += fmt::format("read_bandwidth = {}\n", lv.read_bandwidth);
+    if (lv.write_bandwidth > 0) s += fmt::format("write_bandwidth = {}\n", lv.write_bandwidth);
+    if (lv.shared_bandwidth > 0) s += fmt::format("shared_bandwidth = {}\n", lv.shared_bandwidth);
+    if (lv.fit)
+      s += fmt::format("energy_fit = {{ base_pj = {}, per_kb_pj = {} }}\n", lv.fit->base_pj, lv.fit->per_kb_pj);
+    else
+      s += fmt::format("read_pj = {}\nwrite_pj = {}\nupdate_pj = {}\n", lv.read_pj, lv.write_pj, lv.update_pj);
+    s += fmt::format("keeps = {}\n", roles_list(lv.may_keep));
+    if (lv.fanout.total() > 1) {
+      std::vector<std::string> parts;
+      if (lv.fanout.x > 1) parts.push_back(fmt::format("x = {}", lv.fanout.x));
+      if (lv.fanout.y > 1) parts.push_back(fmt::format("y = {}", lv.fanout.y));
+      if (!lv.fanout.x_ranks.empty()) parts.push_back("x_ranks = " + names_list(lv.fanout.x_ranks));
+      if (!lv.fanout.y_ranks.empty()) parts.push_back("y_ranks = " + names_list(lv.fanout.y_ranks));
+      if (lv.fanout.x_reuse) parts.push_back("x_reuse = " + roles_list(lv.fanout.x_reuse));
+      if (lv.fanout.y_reuse) parts.push_back("y_reuse = " + roles_list(lv.fanout.y_reuse));
+      s += fmt::format("fanout = {{ {} }}\n", fmt::join(parts, ", "));
+    }
+  }
+  return s;
+}
+
 std::string describe(const Architecture& a) {
   std::string s = fmt::format("architecture {}", a.name);
   if (!a.description.empty()) s += " — " + a.description;

@@ -28,4 +28,9 @@ std::vector<std::string> arch_preset_names();
 // Human-readable description (for `mapfuse arch`).
 std::string describe(const Architecture& a);
 
+// The TOML form of a single-core architecture, which parse_architecture reads back to the same
+// values (energies and bandwidths printed in round-trip precision). Capacity-energy fits are
+// written as fits.
+std::string to_toml(const Architecture& a);
+
 }  // namespace mapfuse

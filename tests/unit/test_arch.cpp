@@ -1,0 +1,76 @@
+// Architecture TOML: presets load, the TOML form round-trips, and the presets converted from
+// Timeloop's reference runs evaluate those runs exactly like the imported architectures.
+#include <doctest/doctest.h>
+
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/cost/model.hpp"
+#include "engine/validation/timeloop_input.hpp"
+#include "test_support.hpp"
+
+using namespace mapfuse;
+
+TEST_CASE("arch: every preset loads and its TOML form round-trips") {
+  const auto names = arch_preset_names();
+  CHECK(names.size() >= 13);
+  for (const auto& name : names) {
+    INFO(name);
+    const Architecture a = load_architecture(name);
+    REQUIRE(a.cores.size() == 1);
+    const std::string text = to_toml(a);
+    const Architecture b = parse_architecture(text, "roundtrip.toml");
+    CHECK(to_toml(b) == text);
+    CHECK(describe(b) == describe(a));
+    const Core &x = a.cores[0], &y = b.cores[0];
+    REQUIRE(x.levels.size() == y.levels.size());
+    for (size_t l = 0; l < x.levels.size(); ++l) {
+      CHECK(x.levels[l].read_pj == y.levels[l].read_pj);
+      CHECK(x.levels[l].entries == y.levels[l].entries);
+      CHECK(x.levels[l].instances == y.levels[l].instances);
+    }
+  }
+}
+
+TEST_CASE("arch: Gemmini presets follow DOSA's energy fits") {
+  const Core c = load_architecture("gemmini_default").cores.at(0);
+  REQUIRE(c.levels.size() == 4);
+  CHECK(c.levels[3].name == "DRAM");
+  CHECK(c.levels[2].read_pj == doctest::Approx(0.49 + 0.02513 * 256));     // 256 KB scratchpad
+  CHECK(c.levels[1].read_pj == doctest::Approx(1.94 + 0.1005 * 64 / 16));  // 64 KB over 16 columns
+  CHECK(c.levels[1].instances == 16);
+  CHECK(c.compute.instances == 256);
+  const Core large = load_architecture("fadiff_large").cores.at(0);
+  CHECK(large.compute.instances == 1024);
+  CHECK(large.levels[2].capacity_kb() == doctest::Approx(512));
+  CHECK(large.levels[1].capacity_kb() * 32 == doctest::Approx(64));
+  const Core tpu = load_architecture("tpuv4i").cores.at(0);
+  CHECK(tpu.compute.instances == 4 * 128 * 128);
+  CHECK(tpu.levels[3].read_pj == doctest::Approx(7.03 * 8));
+}
+
+TEST_CASE("arch: presets converted from Timeloop runs evaluate the runs as the imports do") {
+  const std::string t = test::shared_data("ffm/timeloop_exercises/tutorial_exercises/01_accelergy_timeloop_2020_ispass/timeloop/");
+  const std::string d = test::shared_data("ffm/timeloop_exercises/example_designs/example_designs/");
+  const std::pair<const char*, std::string> cases[] = {
+      {"timeloop_conv1d_1level", t + "00-model-conv1d-1level/ref-output"},
+      {"timeloop_conv1d_2level", t + "01-model-conv1d-2level/ref-output/os"},
+      {"timeloop_conv1d_3level", t + "03-model-conv1d+oc-3level/ref-output/no-bypass"},
+      {"timeloop_conv1d_3level_spatial", t + "04-model-conv1d+oc-3levelspatial/ref-output/kp"},
+      {"timeloop_eyeriss_like", d + "eyeriss_like/ref_outputs/default_problem"},
+      {"timeloop_simba_like", d + "simba_like/ref_outputs/default_problem"},
+      {"timeloop_simple_ws", d + "simple_weight_stationary/ref_outputs/default_problem"},
+      {"timeloop_simple_os", d + "simple_output_stationary/ref_outputs/default_problem"},
+  };
+  for (const auto& [preset, run] : cases) {
+    INFO(preset);
+    const TimeloopCaseFiles files = locate_timeloop_case(run);
+    const TimeloopCase c = import_timeloop_input(files.input, files.ert, files.map);
+    const Core p = load_architecture(preset).cores.at(0);
+    const CostResult a = evaluate(compile_plan(c.einsum, c.core), flatten(c.mapping));
+    const CostResult b = evaluate(compile_plan(c.einsum, p), flatten(c.mapping));
+    CHECK(a.valid());
+    CHECK(b.invalid == a.invalid);
+    CHECK(b.cycles == a.cycles);
+    CHECK(b.energy_pj == doctest::Approx(a.energy_pj).epsilon(1e-12));
+  }
+}
