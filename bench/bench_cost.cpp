@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/arch/arch_toml.hpp"
+#include "engine/cost/lanes.hpp"
 #include "engine/cost/model.hpp"
 
 #include <memory>
@@ -140,6 +141,34 @@ void BM_StructureEvalResNet50Conv3x3_TPUv4i(benchmark::State& state) {
 }
 
 }  // namespace
+
+// The same factor sets, 8 at a time through the SIMD lane evaluator.
+void run_lanes(benchmark::State& state, const StructurePool& p) {
+  std::vector<LaneFactors> batches(p.structures.size());
+  for (size_t s = 0; s < p.structures.size(); ++s)
+    for (int k = 0; k < kLanes; ++k)
+      for (int i = 0; i < kMaxLoops; ++i) batches[s][i][k] = p.factors[s * 8 + k][i];
+  CompactCost out[kLanes];
+  size_t s = 0;
+  for (auto _ : state) {
+    evaluate_lanes(p.plan, p.structures[s], batches[s], kLanes, out);
+    benchmark::DoNotOptimize(out[0].energy_pj);
+    if (++s == p.structures.size()) s = 0;
+  }
+  state.SetItemsProcessed(state.iterations() * kLanes);
+  state.counters["evals/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kLanes),
+                                                 benchmark::Counter::kIsRate);
+}
+void BM_LanesEvalResNet50Conv3x3_GemminiDefault(benchmark::State& state) {
+  static const StructurePool p = make_structure_pool("gemmini_default");
+  run_lanes(state, p);
+}
+void BM_LanesEvalResNet50Conv3x3_TPUv4i(benchmark::State& state) {
+  static const StructurePool p = make_structure_pool("tpuv4i");
+  run_lanes(state, p);
+}
+BENCHMARK(BM_LanesEvalResNet50Conv3x3_GemminiDefault);
+BENCHMARK(BM_LanesEvalResNet50Conv3x3_TPUv4i);
 
 BENCHMARK(BM_StructureEvalResNet50Conv3x3_GemminiDefault);
 BENCHMARK(BM_StructureEvalResNet50Conv3x3_TPUv4i);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "engine/arch/arch_toml.hpp"
+#include "engine/cost/lanes.hpp"
 #include "engine/cost/model.hpp"
 #include "engine/search/random_mapping.hpp"
 
@@ -44,6 +45,23 @@ void check_equal(const std::string& arch, const Einsum& e, int shapes, uint64_t 
   for (int sh = 0; sh < shapes; ++sh) {
     const FlatMapping shape = flatten(random_mapping(e, c, rng));
     const NestStructure s = analyze(plan, shape);
+    LaneFactors lanes{};
+    CompactCost lane_out[kLanes];
+    const int count = 1 + sh % kLanes;  // partial batches too
+    for (int k = 0; k < count; ++k) {
+      const FlatMapping m = reshuffle(shape, e, rng);
+      for (int i = 0; i < m.n_loops; ++i) lanes[i][k] = m.loops[i].factor;
+    }
+    evaluate_lanes(plan, s, lanes, count, lane_out);
+    for (int k = 0; k < count; ++k) {
+      int64_t factors[kMaxLoops];
+      for (int i = 0; i < shape.n_loops; ++i) factors[i] = lanes[i][k];
+      const CompactCost ref = evaluate(plan, s, factors);
+      INFO("shape " << sh << " lane " << k);
+      REQUIRE(lane_out[k].invalid == ref.invalid);
+      CHECK(lane_out[k].energy_pj == ref.energy_pj);  // bit-identical, not approximately equal
+      CHECK(lane_out[k].cycles == ref.cycles);
+    }
     for (int k = 0; k < 8; ++k) {
       const FlatMapping m = reshuffle(shape, e, rng);
       int64_t factors[kMaxLoops];
