@@ -83,13 +83,13 @@ BENCHMARK(BM_EvalResNet50Conv3x3_TPUv4i);
 BENCHMARK(BM_EvalResNet50Conv3x3_GemminiDefault_AnyMapping);
 
 // A mapper's inner loop: one loop structure (order, levels, bypass) analysed once, then evaluated
-// for many factor sets (tile shapes). 512 structures x 8 factor sets each; items are mappings.
+// for many factor sets (tile shapes). 512 structures x kLanes factor sets each; items are mappings.
 namespace {
 
 struct StructurePool {
   EvalPlan plan;
   std::vector<NestStructure> structures;
-  std::vector<std::array<int64_t, kMaxLoops>> factors;  // 8 per structure
+  std::vector<std::array<int64_t, kMaxLoops>> factors;  // kLanes per structure
 };
 
 StructurePool make_structure_pool(const std::string& arch) {
@@ -101,7 +101,7 @@ StructurePool make_structure_pool(const std::string& arch) {
   for (size_t s = 0; s < 512; ++s) {
     const FlatMapping& shape = singles.mappings[s];
     p.structures.push_back(analyze(p.plan, shape));
-    for (int k = 0; k < 8; ++k) {
+    for (int k = 0; k < kLanes; ++k) {
       // Redistribute each rank's prime factors over the shape's loops of that rank.
       std::array<int64_t, kMaxLoops> f{};
       for (int i = 0; i < shape.n_loops; ++i) f[i] = 1;
@@ -122,7 +122,7 @@ StructurePool make_structure_pool(const std::string& arch) {
 void run_structures(benchmark::State& state, const StructurePool& p) {
   size_t i = 0;
   for (auto _ : state) {
-    const CompactCost c = evaluate(p.plan, p.structures[i / 8], p.factors[i].data());
+    const CompactCost c = evaluate(p.plan, p.structures[i / kLanes], p.factors[i].data());
     benchmark::DoNotOptimize(c.energy_pj);
     if (++i == p.factors.size()) i = 0;
   }
@@ -142,12 +142,12 @@ void BM_StructureEvalResNet50Conv3x3_TPUv4i(benchmark::State& state) {
 
 }  // namespace
 
-// The same factor sets, 8 at a time through the SIMD lane evaluator.
+// The same factor sets, kLanes at a time through the SIMD lane evaluator.
 void run_lanes(benchmark::State& state, const StructurePool& p) {
   std::vector<LaneFactors> batches(p.structures.size());
   for (size_t s = 0; s < p.structures.size(); ++s)
     for (int k = 0; k < kLanes; ++k)
-      for (int i = 0; i < kMaxLoops; ++i) batches[s][i][k] = p.factors[s * 8 + k][i];
+      for (int i = 0; i < kMaxLoops; ++i) batches[s][i][k] = p.factors[s * kLanes + k][i];
   CompactCost out[kLanes];
   size_t s = 0;
   for (auto _ : state) {

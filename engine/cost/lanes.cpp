@@ -29,8 +29,10 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
                LaneWork& w, Lane& energy_out, Lane& cycles_out, Lane& alive_out, int* invalid,
                Lane& biggest) {
   const int L = s.n_levels, T = p.n_tensors, R = p.n_ranks, n = s.n;
-  for (int i = 0; i < n; ++i)
-    for (int k = 0; k < K; ++k) w.f[i].v[k] = static_cast<double>(fi[i][k < count ? k : 0]);
+  for (int i = 0; i < n; ++i) {
+    LANES w.f[i].v[k] = static_cast<double>(fi[i][k]);
+    for (int k = count; k < K; ++k) w.f[i].v[k] = w.f[i].v[0];  // unused lanes repeat lane 0
+  }
   Lane run[kMaxRanks + 1];
   for (int r = 0; r <= kMaxRanks; ++r) LANES run[r].v[k] = 1;
   {
@@ -278,11 +280,18 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
       energy.v[k] += e.v[k];
     }
     if (lv.read_bw <= 0 && lv.write_bw <= 0 && lv.shared_bw <= 0) continue;
+    // Lanes whose demand reaches a bandwidth (as in the scalar model); only those need the exact
+    // per-tensor demand in Timeloop's order.
+    const double rbw = lv.read_bw > 0 ? lv.read_bw : INFINITY, wbw = lv.write_bw > 0 ? lv.write_bw : INFINITY,
+                 sbw = lv.shared_bw > 0 ? lv.shared_bw : INFINITY;
+    Lane bound;
+    LANES {
+      const double limit = iterations.v[k] * (1 - 1e-9);
+      bound.v[k] = rdw.v[k] > rbw * limit || wrw.v[k] > wbw * limit || rdw.v[k] + wrw.v[k] > sbw * limit ? 1 : 0;
+    }
     for (int k = 0; k < K; ++k) {
       const double cc = iterations.v[k];
-      const double limit = cc * (1 - 1e-9);
-      if ((lv.read_bw > 0 && rdw.v[k] > lv.read_bw * limit) || (lv.write_bw > 0 && wrw.v[k] > lv.write_bw * limit) ||
-          (lv.shared_bw > 0 && rdw.v[k] + wrw.v[k] > lv.shared_bw * limit)) {
+      if (bound.v[k] != 0) {
         double rd = 0, wr = 0;
         for (int t = 0; t < T; ++t) {
           if (!(s.keep[l] >> t & 1)) continue;

@@ -12,7 +12,7 @@
 
 namespace mapfuse {
 
-inline constexpr int kLanes = 8;
+inline constexpr int kLanes = 16;
 
 // factors[i][k]: factor of loop i in lane k (1 = no loop).
 using LaneFactors = std::array<std::array<int64_t, kLanes>, kMaxLoops>;
