@@ -87,13 +87,20 @@ inline int64_t fresh_after_step(const PlanTensor& t, const DimVec& extent, int64
   return vol - overlap;
 }
 
+// The innermost temporal loop (index into s.temporal) among the first `above` that is a real
+// loop (factor > 1), or -1.
+inline int innermost_step(const NestStructure& s, const int64_t* f, int above) {
+  int inner = above - 1;
+  while (inner >= 0 && f[s.temporal[inner]] == 1) --inner;
+  return inner;
+}
+
 template <class Key>
 inline int64_t refill_packed(const PlanTensor& t, const DimVec& extent, int64_t vol,
                              const NestStructure& s, const int64_t* f, const Work& w,
                              const PackedSteps<Key>& ps, int level) {
   const int above = s.temporal_above[level];
-  int inner = above - 1;
-  while (inner >= 0 && f[s.temporal[inner]] == 1) --inner;
+  const int inner = innermost_step(s, f, above);
   if (inner < 0) return vol;
   const int ii = s.temporal[inner];
   const int64_t fresh_in = fresh_after_step(t, extent, vol, s.rank[ii], w.stride[ii]);
@@ -107,8 +114,7 @@ inline int64_t refill_packed(const PlanTensor& t, const DimVec& extent, int64_t 
 int64_t refill_vectors(const PlanTensor& t, const DimVec& extent, int64_t vol, const NestStructure& s,
                        const int64_t* f, const Work& w, int level) {
   const int above = s.temporal_above[level];
-  int inner = above - 1;
-  while (inner >= 0 && f[s.temporal[inner]] == 1) --inner;
+  const int inner = innermost_step(s, f, above);
   if (inner < 0) return vol;
   const int ii = s.temporal[inner];
   const int64_t fresh_in = fresh_after_step(t, extent, vol, s.rank[ii], w.stride[ii]);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "engine/common/error.hpp"
+#include "engine/common/yaml_file.hpp"
 #include "engine/cost/model.hpp"
 #include "engine/workload/timeloop_problem.hpp"
 
@@ -19,23 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-SourceLocation loc(const std::string& file, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  if (m.is_null()) return {file, 0, 0};
-  return {file, m.line + 1, m.column + 1};
-}
+SourceLocation loc(const std::string& file, const YAML::Node& n) { return yaml_location(file, n); }
 
-YAML::Node load_yaml(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    throw InputError({path, 0, 0}, {}, "cannot open file: no such file; expected a Timeloop YAML file");
-  try {
-    return YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw InputError({path, e.mark.is_null() ? 0 : e.mark.line + 1, e.mark.is_null() ? 0 : e.mark.column + 1},
-                     {}, "malformed YAML: " + e.msg);
-  }
-}
+YAML::Node load_yaml(const std::string& path) { return load_yaml_file(path); }
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
