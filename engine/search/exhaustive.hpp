@@ -1,0 +1,44 @@
+#pragma once
+// Exhaustive, exact search of one Einsum's mapspace on one core: every factorisation of every
+// rank over the levels' temporal and spatial slots, every choice of kept tensors the
+// architecture and constraints allow, and every temporal loop order of the ranks a level
+// actually iterates. Levels are chosen innermost first, so a level whose kept tiles overflow its
+// capacity is pruned with everything above it (exact: such mappings are invalid). OpenMP over the
+// innermost level's choices; the result does not depend on the thread count (ties are broken by
+// the mapping's text).
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/cost/model.hpp"
+#include "engine/search/mapspace.hpp"
+#include "engine/search/random_search.hpp"
+
+namespace mapfuse {
+
+struct ExhaustiveOptions {
+  Objective objective = Objective::Edp;
+  bool prune = true;          // false: evaluate over-capacity mappings too (for testing)
+  int64_t max_mappings = 0;   // stop with an error beyond this many evaluations; 0 = no limit
+};
+
+struct ParetoMapping {
+  double energy_pj = 0;
+  double cycles = 0;
+  Mapping mapping;
+};
+
+struct MapperResult {
+  std::optional<Mapping> best;  // empty when no valid mapping exists
+  CostResult cost;
+  std::vector<ParetoMapping> pareto;  // energy / cycles front of the valid mappings, by energy
+  int64_t evaluated = 0;
+  int64_t valid = 0;
+  int64_t pruned = 0;  // partial mappings cut at a full level
+};
+
+// Throws InputError if the mapspace exceeds options.max_mappings.
+MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& space,
+                               const ExhaustiveOptions& options = {});
+
+}  // namespace mapfuse

@@ -1,0 +1,223 @@
+// The exhaustive mapper against an independent brute force over the unpruned mapspace.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <limits>
+#include <omp.h>
+
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/search/exhaustive.hpp"
+
+using namespace mapfuse;
+
+namespace {
+
+// Three levels: a 24-word register file, a 4-wide array of 96-word buffers, DRAM.
+Core small_core() {
+  Core c;
+  c.name = "small";
+  c.compute = {"MAC", 0.5, 1e9, 1};
+  Level rf{.name = "RF", .entries = 24, .read_pj = 0.5, .write_pj = 0.5, .update_pj = 0.5};
+  Level buf{.name = "Buffer", .entries = 96, .shared_bandwidth = 2, .read_pj = 3, .write_pj = 4, .update_pj = 4};
+  buf.fanout.x = 4;
+  Level dram{.name = "DRAM", .shared_bandwidth = 1, .read_pj = 100, .write_pj = 100, .update_pj = 100};
+  c.levels = {rf, buf, dram};
+  finalize(c, "small");
+  return c;
+}
+
+// Brute force written independently of the mapper: every rank's factors over every (level, kind)
+// slot the core allows, every kept set, every order; nothing pruned.
+struct Brute {
+  const Einsum& e;
+  const Core& c;
+  Objective obj;
+  EvalPlan plan;
+  double best = std::numeric_limits<double>::infinity();
+  int64_t evaluated = 0;
+  std::vector<std::vector<int64_t>> t, x, y;  // [level][rank]
+  std::vector<TensorMask> keep;
+
+  Brute(const Einsum& e_, const Core& c_, Objective o) : e(e_), c(c_), obj(o), plan(compile_plan(e_, c_)) {
+    const size_t L = c.levels.size(), R = e.ranks.size();
+    t.assign(L, std::vector<int64_t>(R, 1));
+    x = y = t;
+    keep.assign(L, 0);
+  }
+
+  bool allowed(int l, int r, bool on_x) const {
+    const Fanout& f = c.levels[l].fanout;
+    if ((on_x ? f.x : f.y) <= 1) return false;
+    const RoleMask reuse = on_x ? f.x_reuse : f.y_reuse;
+    for (size_t q = 0; q < e.tensors.size(); ++q)
+      if ((reuse & role_bit(e.tensors[q].role)) && e.rank_relevant(static_cast<int>(q), r)) return false;
+    return true;
+  }
+
+  void ranks(size_t r) {
+    const int L = static_cast<int>(c.levels.size());
+    if (r == e.ranks.size()) return keeps(0);
+    // Split the rank over 3L slots: recursive over (level, kind).
+    auto slots = [&](auto&& self, int slot, int64_t rest) -> void {
+      if (slot == 3 * L) {
+        if (rest == 1) ranks(r + 1);
+        return;
+      }
+      const int l = slot / 3, kind = slot % 3;
+      for (int64_t d = 1; d <= rest; ++d) {
+        if (rest % d) continue;
+        if (kind > 0 && d > 1 && !allowed(l, static_cast<int>(r), kind == 1)) continue;
+        auto& v = kind == 0 ? t : kind == 1 ? x : y;
+        v[l][r] = d;
+        int64_t fx = 1, fy = 1;
+        for (size_t q = 0; q < e.ranks.size(); ++q) fx *= x[l][q], fy *= y[l][q];
+        if (fx <= c.levels[l].fanout.x && fy <= c.levels[l].fanout.y) self(self, slot + 1, rest / d);
+        v[l][r] = 1;
+      }
+    };
+    slots(slots, 0, e.ranks[r].size);
+  }
+
+  void keeps(int l) {
+    const int L = static_cast<int>(c.levels.size()), T = static_cast<int>(e.tensors.size());
+    if (l == L) return orders(L - 1, Mapping{std::vector<LevelMapping>(L)});
+    for (unsigned m = 0; m < (1u << T); ++m) {
+      if (l == L - 1 && m != (1u << T) - 1) continue;
+      bool ok = true;
+      for (int q = 0; q < T; ++q)
+        if ((m >> q & 1) && !(c.levels[l].may_keep & role_bit(e.tensors[q].role))) ok = false;
+      if (!ok) continue;
+      keep[l] = static_cast<TensorMask>(m);
+      keeps(l + 1);
+    }
+  }
+
+  void orders(int l, Mapping m) {
+    if (l < 0) {
+      ++evaluated;
+      const CostResult r = evaluate(plan, flatten(m));
+      if (r.valid()) best = std::min(best, objective_value(obj, r));
+      return;
+    }
+    std::vector<int> order;
+    for (size_t q = 0; q < e.ranks.size(); ++q)
+      if (t[l][q] > 1) order.push_back(static_cast<int>(q));
+    do {
+      LevelMapping& lm = m.levels[l];
+      lm = {};
+      lm.keep = keep[l];
+      for (int q : order) lm.loops.push_back({q, t[l][q], LoopKind::Temporal});
+      for (size_t q = 0; q < e.ranks.size(); ++q)
+        if (x[l][q] > 1) lm.loops.push_back({static_cast<int>(q), x[l][q], LoopKind::SpatialX});
+      for (size_t q = 0; q < e.ranks.size(); ++q)
+        if (y[l][q] > 1) lm.loops.push_back({static_cast<int>(q), y[l][q], LoopKind::SpatialY});
+      orders(l - 1, m);
+    } while (std::next_permutation(order.begin(), order.end()));
+  }
+};
+
+void compare(const Einsum& e, const Core& c, Objective obj) {
+  Brute b(e, c, obj);
+  b.ranks(0);
+  ExhaustiveOptions opt;
+  opt.objective = obj;
+  const MapperResult pruned = exhaustive_search(e, c, {}, opt);
+  opt.prune = false;
+  const MapperResult full = exhaustive_search(e, c, {}, opt);
+  INFO(e.name << " objective " << to_string(obj));
+  CHECK(full.evaluated == b.evaluated);  // the same space
+  CHECK(pruned.evaluated < full.evaluated);  // pruning cut something
+  CHECK(pruned.pruned > 0);
+  CHECK(pruned.valid == full.valid);  // and nothing valid
+  REQUIRE(pruned.best.has_value());
+  CHECK(objective_value(obj, pruned.cost) == b.best);
+  CHECK(objective_value(obj, full.cost) == b.best);
+  // The reported cost is the best mapping's own evaluation.
+  const CostResult again = evaluate(compile_plan(e, c), flatten(*pruned.best));
+  CHECK(again.energy_pj == pruned.cost.energy_pj);
+  CHECK(again.cycles == pruned.cost.cycles);
+  // Pareto front: non-dominated, sorted by energy with falling cycles, and it holds the optima.
+  REQUIRE(!pruned.pareto.empty());
+  for (size_t i = 1; i < pruned.pareto.size(); ++i) {
+    CHECK(pruned.pareto[i].energy_pj > pruned.pareto[i - 1].energy_pj);
+    CHECK(pruned.pareto[i].cycles < pruned.pareto[i - 1].cycles);
+  }
+  const MapperResult by_energy = exhaustive_search(e, c, {}, {.objective = Objective::Energy});
+  const MapperResult by_cycles = exhaustive_search(e, c, {}, {.objective = Objective::Cycles});
+  CHECK(pruned.pareto.front().energy_pj == by_energy.cost.energy_pj);
+  CHECK(pruned.pareto.back().cycles == by_cycles.cost.cycles);
+}
+
+}  // namespace
+
+TEST_CASE("mapper: exhaustive optimum equals a brute force (conv1d with output channels)") {
+  Einsum e;
+  e.name = "conv1d_oc";
+  e.ranks = {{"R", 3}, {"P", 4}, {"K", 4}};
+  e.tensors = {{"W", TensorRole::Weight, {{{0, 1}}, {{2, 1}}}, 8},
+               {"I", TensorRole::Input, {{{1, 1}, {0, 1}}}, 8},
+               {"O", TensorRole::Output, {{{2, 1}}, {{1, 1}}}, 8}};
+  const Core c = small_core();
+  compare(e, c, Objective::Edp);
+  compare(e, c, Objective::Energy);
+}
+
+TEST_CASE("mapper: exhaustive optimum equals a brute force (matmul)") {
+  const Core c = small_core();
+  compare(make_matmul("mm", 4, 2, 4), c, Objective::Edp);
+  compare(make_matmul("mm", 4, 2, 4), c, Objective::Cycles);
+}
+
+TEST_CASE("mapper: constraints pin part of the mapping; impossible ones find nothing") {
+  const Core c = small_core();
+  const Einsum e = make_matmul("mm", 4, 2, 4);
+  Mapspace s;
+  s.levels.resize(3);
+  s.levels[2].order = std::vector<int>{0, 1, 2};  // DRAM: M outer, then N, then K
+  s.levels[1].keep = TensorMask{0b110};           // buffer keeps B and Z
+  s.levels[1].spatial_x = 0u;                     // no spatial spread
+  const MapperResult r = exhaustive_search(e, c, s);
+  REQUIRE(r.best.has_value());
+  CHECK(r.best->levels[1].keep == 0b110);
+  for (const Loop& lp : r.best->levels[1].loops) CHECK(lp.kind == LoopKind::Temporal);
+  int last = -1;
+  for (const Loop& lp : r.best->levels[2].loops) {
+    CHECK(lp.rank > last);
+    last = lp.rank;
+  }
+  // Fewer mappings than the free space, and never better than it.
+  const MapperResult free = exhaustive_search(e, c, {});
+  CHECK(r.evaluated < free.evaluated);
+  CHECK(r.cost.edp() >= free.cost.edp());
+  // A buffer that must keep everything with K = 4 forced into the RF cannot fit: no mapping.
+  Mapspace impossible;
+  impossible.levels.resize(3);
+  impossible.levels[0].keep = TensorMask{0b111};
+  impossible.levels[0].min_factor = {std::nullopt, std::nullopt, int64_t{4}};
+  impossible.levels[0].min_factor.resize(3);
+  impossible.levels[0].min_factor[0] = 4;
+  impossible.levels[0].min_factor[2] = 4;
+  impossible.levels[0].min_factor[1] = 2;
+  const MapperResult none = exhaustive_search(e, c, impossible);
+  CHECK_FALSE(none.best.has_value());
+  CHECK(none.valid == 0);
+}
+
+TEST_CASE("mapper: results do not depend on the thread count, and a budget stops a huge space") {
+  const Core c = load_architecture("fadiff_small").cores.at(0);
+  const Einsum e = make_matmul("mm", 8, 8, 4);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const MapperResult one = exhaustive_search(e, c, {});
+  omp_set_num_threads(2);
+  const MapperResult a = exhaustive_search(e, c, {});
+  omp_set_num_threads(threads);
+  REQUIRE(a.best.has_value());
+  CHECK(a.valid > 0);
+  CHECK(to_text(*a.best, e, c) == to_text(*one.best, e, c));
+  CHECK(a.cost.edp() == one.cost.edp());
+  REQUIRE(a.pareto.size() == one.pareto.size());
+  for (size_t i = 0; i < a.pareto.size(); ++i) CHECK(to_text(a.pareto[i].mapping, e, c) == to_text(one.pareto[i].mapping, e, c));
+  CHECK_THROWS_AS(exhaustive_search(e, c, {}, {.max_mappings = 100}), InputError);
+}
