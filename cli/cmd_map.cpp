@@ -1,0 +1,78 @@
+// `mapfuse map`: the optimal mapping of each layer (exhaustive, exact) and its cost.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/search/exhaustive.hpp"
+#include "engine/workload/load.hpp"
+
+namespace mapfuse::cli {
+
+Command add_map_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("map", "Optimal mapping of each layer by exhaustive search (exact)");
+  struct Options {
+    std::string arch = "gemmini_default", workload, layer, objective = "edp";
+    ZooParams zoo;
+    int64_t max_mappings = 200'000'000;
+    bool pareto = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
+  cmd->add_option("--workload", o->workload, "zoo name or workload file")->required();
+  cmd->add_option("--layer", o->layer, "only this Einsum (name or index); default: every MAC Einsum");
+  cmd->add_option("--objective", o->objective, "energy, cycles or edp")->capture_default_str();
+  cmd->add_option("--max-mappings", o->max_mappings, "refuse a mapspace larger than this")->capture_default_str();
+  cmd->add_option("--batch", o->zoo.batch, "batch size for zoo networks")->check(CLI::PositiveNumber);
+  cmd->add_option("--tokens", o->zoo.tokens, "sequence length for gpt3_6.7b")->check(CLI::PositiveNumber);
+  cmd->add_flag("--pareto", o->pareto, "also print the energy/cycles Pareto front of each layer");
+  return {cmd, [o]() {
+            const Core core = load_architecture(o->arch).cores.at(0);
+            const Workload w = load_workload(o->workload, o->zoo);
+            const Objective objective = objective_from_string(o->objective);
+            std::vector<int> layers;
+            if (!o->layer.empty()) {
+              int i = w.einsum_index(o->layer);
+              if (i < 0 && std::all_of(o->layer.begin(), o->layer.end(), ::isdigit)) i = std::stoi(o->layer);
+              if (i < 0 || i >= static_cast<int>(w.einsums.size()))
+                throw InputError({}, "--layer", "no Einsum '" + o->layer + "' in workload '" + w.name + "'");
+              layers.push_back(i);
+            } else {
+              for (size_t i = 0; i < w.einsums.size(); ++i)
+                if (w.einsums[i].op == OpKind::Mac) layers.push_back(static_cast<int>(i));
+            }
+            int failed = 0;
+            for (int i : layers) {
+              const Einsum& e = w.einsums[i];
+              const auto start = std::chrono::steady_clock::now();
+              ExhaustiveOptions opt;
+              opt.objective = objective;
+              opt.max_mappings = o->max_mappings;
+              const MapperResult r = exhaustive_search(e, core, {}, opt);
+              const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              fmt::print("{}: {} mappings evaluated ({} valid, {} partial mappings pruned) in {:.2f} s\n", e.name,
+                         r.evaluated, r.valid, r.pruned, secs);
+              if (!r.best) {
+                fmt::print("  no valid mapping\n");
+                ++failed;
+                continue;
+              }
+              fmt::print("  best ({})  energy {:.6g} pJ  cycles {:.6g}  EDP {:.6g}  utilization {:.1f}%\n",
+                         to_string(objective), r.cost.energy_pj, r.cost.cycles, r.cost.edp(), 100 * r.cost.utilization);
+              fmt::print("  mapping  {}\n", to_text(*r.best, e, core));
+              for (int l = static_cast<int>(core.levels.size()) - 1; l >= 0; --l)
+                fmt::print("    {:<14} energy {:>12.6g} pJ  cycles {:>10.6g}  holds {} words\n", core.levels[l].name,
+                           r.cost.level_energy_pj[l], r.cost.level_cycles[l], r.cost.level_occupancy[l]);
+              if (o->pareto)
+                for (const ParetoMapping& p : r.pareto)
+                  fmt::print("  pareto  energy {:.6g} pJ  cycles {:.6g}  {}\n", p.energy_pj, p.cycles,
+                             to_text(p.mapping, e, core));
+            }
+            return failed ? 1 : 0;
+          }};
+}
+
+}  // namespace mapfuse::cli
