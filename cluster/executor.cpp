@@ -1,0 +1,77 @@
+#include "cluster/executor.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <exception>
+#include <stdexcept>
+
+namespace mapfuse {
+
+const char* to_string(RunStatus s) { return s == RunStatus::Completed ? "completed" : "interrupted"; }
+
+UnitResult run_unit_guarded(const UnitFunction& fn, const WorkUnit& unit, int rank) {
+  const auto t0 = std::chrono::steady_clock::now();
+  UnitResult r;
+  try {
+    r = fn(unit);
+  } catch (const std::exception& e) {
+    r = UnitResult{};
+    r.status = UnitResult::Status::Failed;
+    r.message = e.what();
+    if (r.message.empty()) r.message = "exception without a message";
+  } catch (...) {
+    r = UnitResult{};
+    r.status = UnitResult::Status::Failed;
+    r.message = "unknown exception (not derived from std::exception)";
+  }
+  r.unit_id = unit.id;
+  r.kind = unit.kind;
+  r.label = unit.label;
+  r.rank = rank;
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+// ---- signals --------------------------------------------------------------------------------
+
+namespace {
+std::atomic<std::atomic<bool>*> g_stop_flag{nullptr};
+volatile std::sig_atomic_t g_last_signal = 0;
+
+extern "C" void mapfuse_stop_handler(int sig) {
+  g_last_signal = sig;
+  if (std::atomic<bool>* f = g_stop_flag.load()) f->store(true);
+}
+}  // namespace
+
+struct StopSignals::Saved {
+  struct sigaction old_int {};
+  struct sigaction old_term {};
+};
+
+StopSignals::StopSignals(std::atomic<bool>& flag) : saved_(new Saved) {
+  static_assert(std::atomic<bool>::is_always_lock_free, "the stop flag must be lock-free");
+  std::atomic<bool>* expected = nullptr;
+  if (!g_stop_flag.compare_exchange_strong(expected, &flag)) {
+    delete saved_;
+    throw std::logic_error("StopSignals: another instance is active");
+  }
+  g_last_signal = 0;
+  struct sigaction sa {};
+  sa.sa_handler = mapfuse_stop_handler;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, &saved_->old_int);
+  sigaction(SIGTERM, &sa, &saved_->old_term);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &saved_->old_int, nullptr);
+  sigaction(SIGTERM, &saved_->old_term, nullptr);
+  g_stop_flag.store(nullptr);
+  delete saved_;
+}
+
+int StopSignals::last_signal() { return g_last_signal; }
+
+}  // namespace mapfuse
