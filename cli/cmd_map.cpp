@@ -8,6 +8,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/exhaustive.hpp"
+#include "engine/search/mapspace_toml.hpp"
 #include "engine/workload/load.hpp"
 
 namespace mapfuse::cli {
@@ -15,7 +16,7 @@ namespace mapfuse::cli {
 Command add_map_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("map", "Optimal mapping of each layer by exhaustive search (exact)");
   struct Options {
-    std::string arch = "gemmini_default", workload, layer, objective = "edp";
+    std::string arch = "gemmini_default", workload, layer, objective = "edp", constraints;
     ZooParams zoo;
     int64_t max_mappings = 200'000'000;
     bool pareto = false;
@@ -25,6 +26,8 @@ Command add_map_command(CLI::App& app) {
   cmd->add_option("--workload", o->workload, "zoo name or workload file")->required();
   cmd->add_option("--layer", o->layer, "only this Einsum (name or index); default: every MAC Einsum");
   cmd->add_option("--objective", o->objective, "energy, cycles or edp")->capture_default_str();
+  cmd->add_option("--constraints", o->constraints,
+                  "mapspace constraints TOML ([[constraint]] tables; e.g. presets/constraints/gemmini_dosa.toml)");
   cmd->add_option("--max-mappings", o->max_mappings, "refuse a mapspace larger than this")->capture_default_str();
   cmd->add_option("--batch", o->zoo.batch, "batch size for zoo networks")->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", o->zoo.tokens, "sequence length for gpt3_6.7b")->check(CLI::PositiveNumber);
@@ -33,6 +36,8 @@ Command add_map_command(CLI::App& app) {
             const Core core = load_architecture(o->arch).cores.at(0);
             const Workload w = load_workload(o->workload, o->zoo);
             const Objective objective = objective_from_string(o->objective);
+            const std::vector<ConstraintSpec> constraints =
+                o->constraints.empty() ? std::vector<ConstraintSpec>{} : load_constraints(o->constraints);
             std::vector<int> layers;
             if (!o->layer.empty()) {
               int i = w.einsum_index(o->layer);
@@ -51,7 +56,7 @@ Command add_map_command(CLI::App& app) {
               ExhaustiveOptions opt;
               opt.objective = objective;
               opt.max_mappings = o->max_mappings;
-              const MapperResult r = exhaustive_search(e, core, {}, opt);
+              const MapperResult r = exhaustive_search(e, core, make_mapspace(constraints, e, core), opt);
               const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               fmt::print("{}: {} mappings evaluated ({} valid, {} partial mappings pruned) in {:.2f} s\n", e.name,
                          r.evaluated, r.valid, r.pruned, secs);

@@ -68,6 +68,9 @@ void canonicalize(LevelMapping& lm) {
                         [](const Loop& l) { return l.kind == LoopKind::Temporal; });
 }
 
+
+}  // namespace
+
 bool axis_accepts(const Fanout& f, LoopKind axis, const Einsum& e, int rank) {
   const bool x = axis == LoopKind::SpatialX;
   const auto& names = x ? f.x_ranks : f.y_ranks;
@@ -80,8 +83,6 @@ bool axis_accepts(const Fanout& f, LoopKind axis, const Einsum& e, int rank) {
       return false;
   return true;
 }
-
-}  // namespace
 
 std::string to_text(const Mapping& m, const Einsum& e, const Core& c) {
   std::string out;

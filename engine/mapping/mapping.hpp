@@ -46,6 +46,10 @@ Mapping parse_mapping(std::string_view text, const Einsum& e, const Core& c);
 // loop, placed on the axis of the level's fan-out that accepts the rank.
 Mapping parse_dosa_mapping(std::string_view text, const Einsum& e, const Core& c);
 
+// May `rank` be spread along `axis` (SpatialX / SpatialY) below a level with fan-out `f`? The
+// axis must exist, name the rank if it names any, and not index tensors whose role it reuses.
+bool axis_accepts(const Fanout& f, LoopKind axis, const Einsum& e, int rank);
+
 // Structural validity (everything except capacity, which needs tile sizes: see cost/model.hpp).
 struct MappingError {
   enum class Kind {

@@ -35,17 +35,8 @@ struct Search {
     for (int l = 0; l < L; ++l) {
       const Fanout& f = c.levels[l].fanout;
       for (int r = 0; r < R; ++r) {
-        auto accepts = [&](bool x) {
-          const auto& names = x ? f.x_ranks : f.y_ranks;
-          if ((x ? f.x : f.y) <= 1) return false;
-          if (!names.empty() && std::find(names.begin(), names.end(), e.ranks[r].name) == names.end()) return false;
-          const RoleMask reuse = x ? f.x_reuse : f.y_reuse;
-          for (int t = 0; t < T; ++t)
-            if ((reuse & role_bit(e.tensors[t].role)) && e.rank_relevant(t, r)) return false;
-          return true;
-        };
-        if (accepts(true)) x_ok[l] |= 1u << r;
-        if (accepts(false)) y_ok[l] |= 1u << r;
+        if (axis_accepts(f, LoopKind::SpatialX, e, r)) x_ok[l] |= 1u << r;
+        if (axis_accepts(f, LoopKind::SpatialY, e, r)) y_ok[l] |= 1u << r;
       }
       if (const LevelConstraints* lc = constraint(l)) {
         if (lc->spatial_x) x_ok[l] &= *lc->spatial_x;
