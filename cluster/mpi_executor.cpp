@@ -55,16 +55,21 @@ constexpr int kUnit = 2;
 constexpr int kResult = 3;
 constexpr int kStop = 4;
 
-// Waits for a message without keeping a core busy for long: spins on MPI_Iprobe briefly (a
-// round trip on shared memory takes a few microseconds), then sleeps with a growing back-off
-// (capped at 0.5 ms, small against a real unit) so an idle master leaves the core to workers.
+// Waits for a message without keeping a core busy for long: polls MPI_Iprobe for up to 50 us
+// (a round trip on shared memory, unit decoding and result encoding included, takes ~10-30 us), then
+// sleeps with a growing back-off (capped at 0.5 ms, small against a real unit) so that an idle
+// master, or a worker waiting for a busy master, leaves the core to ranks that compute.
 void wait_message(MPI_Comm comm, int source, MPI_Status* status) {
   int flag = 0;
-  for (int spin = 0; spin < 200; ++spin) {
-    MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, status);
-    if (flag) return;
-  }
-  long sleep_us = 5;
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  do {
+    for (int k = 0; k < 16; ++k) {
+      MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, status);
+      if (flag) return;
+    }
+    std::this_thread::yield();  // oversubscribed ranks: let the peer run
+  } while (std::chrono::steady_clock::now() < spin_until);
+  long sleep_us = 20;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
     MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, status);
