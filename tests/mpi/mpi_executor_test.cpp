@@ -6,9 +6,12 @@
 // failed=<n>"; identical for every N. stderr (rank 0): a summary line with the number of units
 // rank 0 computed itself (0 when N > 1: the master only dispatches) and "FAIL: ..." lines for any
 // broken promise (a unit lost or delivered twice, a result computed on rank 0 under N > 1, ...).
-// With --stop-after K the sink raises the stop flag after K results: the run must report an
-// interruption, deliver every unit it started and start no more.
+// With --stop-after K rank 0 sends itself SIGTERM from the sink after K results (StopSignals turns
+// it into the stop flag): the run must report an interruption, deliver every unit it started and
+// start no more.
 #include <atomic>
+#include <csignal>
+#include <memory>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -76,6 +79,8 @@ int main(int argc, char** argv) {
   }
 
   std::atomic<bool> stop{false};
+  std::unique_ptr<StopSignals> signals;
+  if (mpi.is_master()) signals = std::make_unique<StopSignals>(stop);
   RunOptions opt;
   opt.threads = threads;
   opt.stop = &stop;
@@ -90,7 +95,7 @@ int main(int argc, char** argv) {
   const RunReport rep = run_mpi(units, compute, [&](const UnitResult& r) {
     ++sink_calls;
     if (!results.emplace(r.unit_id, r).second) ++duplicates;
-    if (stop_after >= 0 && sink_calls == stop_after) stop = true;
+    if (stop_after >= 0 && sink_calls == stop_after) std::raise(SIGTERM);
   }, opt);
 
   if (!mpi.is_master()) {
@@ -120,6 +125,7 @@ int main(int argc, char** argv) {
     if (rep.status != RunStatus::Completed) fail("status is not completed");
   } else {
     if (rep.status != RunStatus::Interrupted) fail("status is not interrupted");
+    if (StopSignals::last_signal() != SIGTERM) fail("SIGTERM did not reach the stop flag");
     if (sink_calls < stop_after || results.size() >= units.size()) fail("stop flag not honoured");
     if (mpi.size() > 1 && sink_calls > stop_after + mpi.size() - 1)
       fail("more results than units in flight when the flag was raised");
