@@ -8,7 +8,8 @@
 // broken promise (a unit lost or delivered twice, a result computed on rank 0 under N > 1, ...).
 // With --stop-after K rank 0 sends itself SIGTERM from the sink after K results (StopSignals turns
 // it into the stop flag): the run must report an interruption, deliver every unit it started and
-// start no more.
+// start no more. With --sink-throws-after K the sink throws after K results: run_mpi must stop the
+// workers cleanly and rethrow on rank 0 ("sink error propagated").
 #include <atomic>
 #include <csignal>
 #include <memory>
@@ -59,11 +60,12 @@ UnitResult compute(const WorkUnit& u) {
 
 int main(int argc, char** argv) {
   MpiSession mpi(&argc, &argv);
-  int n_units = 200, threads = 2, stop_after = -1;
+  int n_units = 200, threads = 2, stop_after = -1, throw_after = -1;
   for (int a = 1; a + 1 < argc; a += 2) {
     if (!std::strcmp(argv[a], "--units")) n_units = std::atoi(argv[a + 1]);
     else if (!std::strcmp(argv[a], "--threads")) threads = std::atoi(argv[a + 1]);
     else if (!std::strcmp(argv[a], "--stop-after")) stop_after = std::atoi(argv[a + 1]);
+    else if (!std::strcmp(argv[a], "--sink-throws-after")) throw_after = std::atoi(argv[a + 1]);
   }
 
   // Every rank builds the units (a partitioner is a pure function); only rank 0's are used.
@@ -92,11 +94,22 @@ int main(int argc, char** argv) {
     if (done != last_progress + 1 || total != units.size()) progress_ok = false;
     last_progress = done;
   };
-  const RunReport rep = run_mpi(units, compute, [&](const UnitResult& r) {
-    ++sink_calls;
-    if (!results.emplace(r.unit_id, r).second) ++duplicates;
-    if (stop_after >= 0 && sink_calls == stop_after) std::raise(SIGTERM);
-  }, opt);
+  RunReport rep;
+  try {
+    rep = run_mpi(units, compute, [&](const UnitResult& r) {
+      ++sink_calls;
+      if (!results.emplace(r.unit_id, r).second) ++duplicates;
+      if (stop_after >= 0 && sink_calls == stop_after) std::raise(SIGTERM);
+      if (throw_after >= 0 && sink_calls == throw_after) throw std::runtime_error("disk full");
+    }, opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sink error propagated on rank %d after %d results: %s\n", mpi.rank(), sink_calls, e.what());
+    return mpi.is_master() && throw_after >= 0 && sink_calls == throw_after ? 0 : 1;
+  }
+  if (throw_after >= 0) {
+    if (mpi.is_master()) std::fprintf(stderr, "FAIL: the sink's exception did not propagate\n");
+    if (mpi.is_master()) return 1;
+  }
 
   if (!mpi.is_master()) {
     // Workers print nothing on stdout; they only check that the sink never ran here.
