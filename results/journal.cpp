@@ -188,4 +188,15 @@ void JournalWriter::append(const UnitResult& r) {
   ++appended_;
 }
 
+void JournalWriter::append(const std::vector<UnitResult>& rs) {
+  if (rs.empty()) return;
+  std::string lines;
+  for (const auto& r : rs) {
+    lines += to_json(r);
+    lines += '\n';
+  }
+  write_line(lines);
+  appended_ += rs.size();
+}
+
 }  // namespace mapfuse

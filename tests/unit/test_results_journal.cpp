@@ -104,8 +104,8 @@ TEST_CASE("results: journal tolerates a truncated last line and resumes after it
     JournalWriter j(path, kStudy, false);  // resume: the half line is cut off before appending
     CHECK(j.recovered().truncated_lines == 1);
     CHECK(j.recovered().finished.size() == 2);
-    j.append(unit(2));
-    j.append(unit(1, 5.0));  // a unit journaled twice keeps its last result
+    j.append(std::vector<UnitResult>{unit(2), unit(1, 5.0)});  // group commit; the unit journaled twice keeps its last result
+    CHECK(j.appended() == 2);
   }
   const JournalContents d = read_journal(path, study_id_of(kStudy));
   CHECK(d.truncated_lines == 0);
