@@ -7,6 +7,8 @@
 
 namespace mapfuse {
 
+// With more than one thread, fn runs concurrently on several threads (it must be thread-safe and
+// must not call MPI); with one thread everything runs on the calling thread.
 // `rank` is written into every result (the MPI executor passes the world rank when it falls back
 // to local execution). Rethrows an exception from the sink or progress hook after the worker
 // threads have finished the units they had started.
