@@ -43,6 +43,66 @@ struct Search {
         if (lc->spatial_y) y_ok[l] &= *lc->spatial_y;
       }
     }
+    classify();
+  }
+
+  // How each rank acts on each tensor's refills (see orders()): 0 = the tensor does not index it,
+  // 1 = it moves only dimensions without a sliding window, 2 = it moves a sliding-window
+  // dimension (two ranks of size > 1 in one dimension). `plain[t]` = no rank of the tensor is in
+  // several dimensions, so the reduction below is exact for it.
+  std::vector<std::array<uint8_t, kMaxRanks>> rank_class;
+  std::vector<bool> plain;
+
+  void classify() {
+    rank_class.assign(T, {});
+    plain.assign(T, true);
+    for (int t = 0; t < T; ++t) {
+      std::array<int, kMaxRanks> dims_of{};
+      for (const auto& dim : e.tensors[t].dims) {
+        int live = 0;
+        for (const auto& term : dim) live += e.ranks[term.rank].size > 1;
+        for (const auto& term : dim) {
+          ++dims_of[term.rank];
+          rank_class[t][term.rank] = std::max<uint8_t>(rank_class[t][term.rank], live > 1 ? 2 : 1);
+        }
+      }
+      for (int r = 0; r < R; ++r) plain[t] = plain[t] && dims_of[r] <= 1;
+    }
+  }
+
+  // A level's loop order matters to the cost model only through the refills of the tiles of
+  // tensors kept below it. For one tensor, walking the level's loops from the inside: a loop
+  // over a rank that moves only window-free dimensions ends every reuse (its step can never be
+  // undone, and a tile moved by a full extent shares nothing), so the order of the loops outside
+  // the innermost such loop is irrelevant; inside it, what matters is the sequence of sliding-
+  // window ranks and, between them, the sets of ranks the tensor does not index (only their
+  // product counts). Orders with the same signature for every tensor cost the same.
+  std::vector<int> order_signature(const std::vector<int>& order, const std::vector<LevelChoice>& chosen, int l) const {
+    std::vector<int> sig;
+    for (int t = 0; t < T; ++t) {
+      bool below = false;
+      for (int i = 0; i < l; ++i) below = below || (chosen[i].keep >> t & 1);
+      if (!below) continue;
+      sig.push_back(-1 - t);
+      if (!plain[t]) {  // no reduction for this tensor: the whole order counts
+        sig.insert(sig.end(), order.begin(), order.end());
+        continue;
+      }
+      int irrelevant_set = 0;
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const int cls = rank_class[t][*it];
+        if (cls == 0) {
+          irrelevant_set |= 1 << *it;
+          continue;
+        }
+        sig.push_back(1000 + irrelevant_set);
+        irrelevant_set = 0;
+        if (cls == 1) break;  // nothing outside a window-free step matters
+        sig.push_back(*it);
+      }
+      sig.push_back(1000 + irrelevant_set);
+    }
+    return sig;
   }
 
   const LevelConstraints* constraint(int l) const {
@@ -160,7 +220,25 @@ struct Search {
           if (chosen[l].t[r] > 1) ranks[l].push_back(r);
       }
     }
-    auto fixed = [&](int l) { const LevelConstraints* lc = constraint(l); return lc && lc->order; };
+    // Per level, one order per class of orders that cost the same (or every order).
+    std::vector<std::vector<std::vector<int>>> choices(L);
+    for (int l = 0; l < L; ++l) {
+      const LevelConstraints* lc = constraint(l);
+      std::vector<int> order = ranks[l];
+      if (lc && lc->order) {
+        choices[l].push_back(order);
+        continue;
+      }
+      std::vector<std::vector<int>> seen;
+      do {
+        if (opt.reduce_orders) {
+          std::vector<int> sig = order_signature(order, chosen, l);
+          if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
+          seen.push_back(std::move(sig));
+        }
+        choices[l].push_back(order);
+      } while (std::next_permutation(order.begin(), order.end()));
+    }
     Mapping m;
     m.levels.resize(L);
     auto rec = [&](auto&& self, int l) -> void {
@@ -168,8 +246,7 @@ struct Search {
         evaluate_one(m, local, budget);
         return;
       }
-      std::vector<int> order = ranks[l];
-      do {
+      for (const std::vector<int>& order : choices[l]) {
         LevelMapping& lm = m.levels[l];
         lm.loops.clear();
         lm.keep = chosen[l].keep;
@@ -179,7 +256,7 @@ struct Search {
         for (int r = 0; r < R; ++r)
           if (chosen[l].y[r] > 1) lm.loops.push_back({r, chosen[l].y[r], LoopKind::SpatialY});
         self(self, l - 1);
-      } while (!fixed(l) && std::next_permutation(order.begin(), order.end()));
+      }
     };
     rec(rec, L - 1);
   }

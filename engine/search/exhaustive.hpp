@@ -19,6 +19,7 @@ namespace mapfuse {
 struct ExhaustiveOptions {
   Objective objective = Objective::Edp;
   bool prune = true;          // false: evaluate over-capacity mappings too (for testing)
+  bool reduce_orders = true;  // false: every loop order, even those that cost the same (testing)
   int64_t max_mappings = 0;   // stop with an error beyond this many evaluations; 0 = no limit
 };
 
