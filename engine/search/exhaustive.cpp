@@ -4,6 +4,7 @@
 #include <atomic>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "engine/common/error.hpp"
 
@@ -205,6 +206,7 @@ struct Search {
     CostResult best_cost;
     std::vector<ParetoMapping> pareto;
     int64_t evaluated = 0, valid = 0, pruned = 0;
+    std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see orders()
   };
 
   // Every temporal order of the ranks each level iterates, for one complete choice.
@@ -220,24 +222,36 @@ struct Search {
           if (chosen[l].t[r] > 1) ranks[l].push_back(r);
       }
     }
-    // Per level, one order per class of orders that cost the same (or every order).
-    std::vector<std::vector<std::vector<int>>> choices(L);
+    // Per level, one order per class of orders that cost the same (or every order). The classes
+    // depend only on the level, the ranks it iterates and which tensors are kept below it, so
+    // they are worked out once per such combination.
+    std::vector<const std::vector<std::vector<int>>*> choices(L);
     for (int l = 0; l < L; ++l) {
       const LevelConstraints* lc = constraint(l);
-      std::vector<int> order = ranks[l];
-      if (lc && lc->order) {
-        choices[l].push_back(order);
-        continue;
-      }
-      std::vector<std::vector<int>> seen;
-      do {
-        if (opt.reduce_orders) {
-          std::vector<int> sig = order_signature(order, chosen, l);
-          if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
-          seen.push_back(std::move(sig));
+      uint32_t iterated = 0;
+      for (int r : ranks[l]) iterated |= 1u << r;
+      uint32_t below = 0;
+      for (int i = 0; i < l; ++i) below |= chosen[i].keep;
+      const bool fixed = lc && lc->order;
+      const uint64_t key = (uint64_t(l) << 40) | (uint64_t(below) << 32) | (uint64_t(fixed) << 31) | iterated;
+      auto [it, fresh] = local.orders.try_emplace(key);
+      if (fresh) {
+        std::vector<int> order = ranks[l];
+        std::vector<std::vector<int>> seen;
+        if (fixed) {
+          it->second.push_back(order);
+        } else {
+          do {
+            if (opt.reduce_orders) {
+              std::vector<int> sig = order_signature(order, chosen, l);
+              if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
+              seen.push_back(std::move(sig));
+            }
+            it->second.push_back(order);
+          } while (std::next_permutation(order.begin(), order.end()));
         }
-        choices[l].push_back(order);
-      } while (std::next_permutation(order.begin(), order.end()));
+      }
+      choices[l] = &it->second;
     }
     Mapping m;
     m.levels.resize(L);
@@ -246,7 +260,7 @@ struct Search {
         evaluate_one(m, local, budget);
         return;
       }
-      for (const std::vector<int>& order : choices[l]) {
+      for (const std::vector<int>& order : *choices[l]) {
         LevelMapping& lm = m.levels[l];
         lm.loops.clear();
         lm.keep = chosen[l].keep;
