@@ -55,19 +55,24 @@ constexpr int kUnit = 2;
 constexpr int kResult = 3;
 constexpr int kStop = 4;
 
-// Waits for a message without keeping a core busy for long: polls MPI_Iprobe for up to 50 us
-// (a round trip on shared memory, unit decoding and result encoding included, takes ~10-30 us), then
-// sleeps with a growing back-off (capped at 0.5 ms, small against a real unit) so that an idle
-// master, or a worker waiting for a busy master, leaves the core to ranks that compute.
-void wait_message(MPI_Comm comm, int source, MPI_Status* status) {
+// Waits for a message without keeping a core busy for long: polls MPI_Iprobe for `spin_us`, then
+// sleeps with a growing back-off (20 us doubling to 0.5 ms, small against a real unit) so that an
+// idle rank leaves the core to ranks and threads that compute. A worker waits for the master's
+// immediate reply, so it polls for up to 1 ms; the master waits for computations, so it polls for
+// 200 us. If both slept early, each round trip would wait for two wake-ups: on 2 loaded cores,
+// trivial units, -np 2, 50/50 us polling measured ~1.2 ms per unit, 200/1000 us ~50 us.
+// (No sched_yield while polling: on a loaded node it hands the core away for a whole time slice.)
+constexpr int kMasterSpinUs = 200;
+constexpr int kWorkerSpinUs = 1000;
+
+void wait_message(MPI_Comm comm, int source, int spin_us, MPI_Status* status) {
   int flag = 0;
-  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
   do {
     for (int k = 0; k < 16; ++k) {
       MPI_Iprobe(source, MPI_ANY_TAG, comm, &flag, status);
       if (flag) return;
     }
-    std::this_thread::yield();  // oversubscribed ranks: let the peer run
   } while (std::chrono::steady_clock::now() < spin_until);
   long sleep_us = 20;
   for (;;) {
@@ -116,7 +121,7 @@ RunReport run_master(MPI_Comm comm, int size, std::vector<WorkUnit>& units, cons
 
   while (active > 0) {
     MPI_Status st;
-    wait_message(comm, MPI_ANY_SOURCE, &st);
+    wait_message(comm, MPI_ANY_SOURCE, kMasterSpinUs, &st);
     const int src = st.MPI_SOURCE;
     const std::string msg = receive(comm, st);
 
@@ -171,7 +176,7 @@ RunReport run_worker(MPI_Comm comm, int rank, const UnitFunction& fn) {
   send(comm, std::string(), 0, kReady);
   for (;;) {
     MPI_Status st;
-    wait_message(comm, 0, &st);
+    wait_message(comm, 0, kWorkerSpinUs, &st);
     const std::string msg = receive(comm, st);
     if (st.MPI_TAG == kStop) {
       report.status = (!msg.empty() && msg[0] == 'i') ? RunStatus::Interrupted : RunStatus::Completed;
