@@ -46,7 +46,7 @@ MpiSession::~MpiSession() {
 //   master -> worker  kStop    'c' | 'i'           no more work (completed | interrupted)
 //
 // Every worker has at most one unit in flight; the master remembers which, so a result it cannot
-// parse still becomes a Failed result of the right unit (e.g. NaN metrics, which JSON cannot carry).
+// parse still becomes a Failed result of the right unit, and results are named after their unit.
 
 namespace {
 
