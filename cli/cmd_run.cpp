@@ -1,0 +1,127 @@
+// `mapfuse run study.toml`: cut the study into work units, compute them locally or over MPI
+// ranks, journal each result as it arrives (resume skips journaled units), then write the HDF5
+// study file from the journal.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "cli/study_units.hpp"
+#include "cluster/executor.hpp"
+#include "cluster/local_executor.hpp"
+#include "cluster/mpi_executor.hpp"
+#include "engine/common/error.hpp"
+#include "results/hdf5_writer.hpp"
+#include "results/journal.hpp"
+
+namespace mapfuse::cli {
+
+// Exit status of a run that was stopped by SIGINT/SIGTERM before finishing (resume with the same
+// command). Distinct from 0 (all done), 1 (some units failed) and 2 (bad input).
+inline constexpr int kExitInterrupted = 3;
+
+// Launched by mpirun / srun? (Open MPI, PMIx and Slurm PMI set these.) Otherwise the study runs
+// on the local executor without initialising MPI at all.
+static bool under_mpi_launcher() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+Command add_run_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("run", "Run a study (experiments/*.toml): locally, or over MPI ranks under mpirun/srun");
+  struct Options {
+    std::string study, output;
+    int threads = 0;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("study", o->study, "study TOML")->required();
+  cmd->add_option("--output", o->output, "HDF5 file to write (default: out/<study name>.h5)");
+  cmd->add_option("--threads", o->threads, "units computed at once per rank (0 = all cores)");
+  cmd->add_flag("--quiet", o->quiet, "no progress line");
+  return {cmd, [o]() {
+            std::unique_ptr<MpiSession> mpi;
+            if (under_mpi_launcher()) mpi = std::make_unique<MpiSession>(nullptr, nullptr);
+            MpiSession* g_mpi = mpi && mpi->size() > 1 ? mpi.get() : nullptr;
+            const bool master = !g_mpi || g_mpi->is_master();
+            const Study study = load_study(o->study);
+            const std::string output = o->output.empty() ? "out/" + study.name + ".h5" : o->output;
+            std::vector<WorkUnit> units = partition_study(study, &mac_layers);
+            const size_t total = units.size();
+            std::unique_ptr<JournalWriter> journal;
+            std::vector<UnitResult> results;
+            if (master) {
+              std::filesystem::path dir = std::filesystem::path(output).parent_path();
+              std::error_code ec;
+              if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+              if (ec || (!dir.empty() && access(dir.c_str(), W_OK) != 0))
+                throw InputError({}, "--output", "cannot write to directory '" + dir.string() + "'");
+              journal = std::make_unique<JournalWriter>(journal_path(output), study.toml_text);
+              results = journal->recovered().results;
+            }
+            // Only the master dispatches: it leaves out the units its journal already holds.
+            std::set<std::string> finished;
+            for (const auto& r : results) finished.insert(r.unit_id);
+            std::erase_if(units, [&](const WorkUnit& u) { return finished.count(u.id) > 0; });
+            if (master && !finished.empty() && !o->quiet)
+              fmt::print(stderr, "resuming {}: {} of {} units already journaled\n", study.name, finished.size(), total);
+            std::atomic<bool> stop{false};
+            StopSignals signals(stop);
+            RunOptions opts;
+            opts.threads = o->threads;
+            opts.stop = &stop;
+            const bool tty = isatty(STDERR_FILENO) && !o->quiet;
+            const auto start = std::chrono::steady_clock::now();
+            opts.progress = [&, tty](size_t done, size_t n) {
+              if (!tty) return;
+              const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              const double rate = done / std::max(secs, 1e-9);
+              fmt::print(stderr, "\r{} / {} units  {:.1f}/s  ETA {:.0f} s   ", done, n, rate, rate > 0 ? (n - done) / rate : 0.0);
+              if (done == n) fmt::print(stderr, "\n");
+            };
+            const std::string started = iso8601_now();
+            auto sink = [&](const UnitResult& r) {
+              journal->append(r);
+              results.push_back(r);
+            };
+            const RunReport report = g_mpi ? run_mpi(units, &run_map_layer, sink, opts)
+                                           : run_local(units, &run_map_layer, sink, opts);
+            if (!master) return 0;
+            StudyMeta meta;
+            meta.name = study.name;
+            meta.study_id = journal->study_id();
+            meta.toml_text = study.toml_text;
+            meta.start_time = started;
+            meta.end_time = iso8601_now();
+            meta.ranks = g_mpi ? g_mpi->size() : 1;
+            meta.threads = o->threads;
+            if (report.status == RunStatus::Interrupted) {
+              fmt::print(stderr, "interrupted: {} of {} units journaled in {}; run the same command to resume\n",
+                         results.size(), total, journal_path(output));
+              return kExitInterrupted;
+            }
+            write_study_h5(output, meta, results);
+            size_t failed = 0;
+            for (const auto& r : results) failed += r.status == UnitResult::Status::Failed;
+            fmt::print("{}: {} units ({} computed now, {} failed) -> {}\n", study.name, results.size(), report.done + report.failed,
+                       failed, output);
+            fmt::print("| unit | energy_pj | cycles | EDP |\n|---|---|---|---|\n");
+            std::vector<const UnitResult*> sorted;
+            for (const auto& r : results) sorted.push_back(&r);
+            std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->label < b->label; });
+            for (const UnitResult* r : sorted)
+              if (r->status == UnitResult::Status::Done)
+                fmt::print("| {} | {:.6g} | {:.6g} | {:.6g} |\n", r->label, r->energy_pj, r->cycles, r->edp);
+              else
+                fmt::print("| {} | failed: {} | | |\n", r->label, r->message);
+            return failed ? 1 : 0;
+          }};
+}
+
+}  // namespace mapfuse::cli
