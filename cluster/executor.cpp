@@ -47,6 +47,7 @@ extern "C" void mapfuse_stop_handler(int sig) {
 struct StopSignals::Saved {
   struct sigaction old_int {};
   struct sigaction old_term {};
+  struct sigaction old_usr1 {};
 };
 
 StopSignals::StopSignals(std::atomic<bool>& flag) : saved_(new Saved) {
@@ -63,11 +64,15 @@ StopSignals::StopSignals(std::atomic<bool>& flag) : saved_(new Saved) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, &saved_->old_int);
   sigaction(SIGTERM, &sa, &saved_->old_term);
+  // Slurm's --signal=USR1@<seconds> warns before the time limit, and mpirun forwards SIGUSR1 to
+  // every rank (it does not forward SIGINT/SIGTERM as such): both mean "stop and flush".
+  sigaction(SIGUSR1, &sa, &saved_->old_usr1);
 }
 
 StopSignals::~StopSignals() {
   sigaction(SIGINT, &saved_->old_int, nullptr);
   sigaction(SIGTERM, &saved_->old_term, nullptr);
+  sigaction(SIGUSR1, &saved_->old_usr1, nullptr);
   g_stop_flag.store(nullptr);
   delete saved_;
 }

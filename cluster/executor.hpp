@@ -50,7 +50,7 @@ const char* to_string(RunStatus s);
 // unit_id/kind/label from the unit, rank, and wall_seconds (measured around the call).
 UnitResult run_unit_guarded(const UnitFunction& fn, const WorkUnit& unit, int rank);
 
-// While alive, SIGINT and SIGTERM set `flag` (async-signal-safe: a lock-free atomic store);
+// While alive, SIGINT, SIGTERM and SIGUSR1 set `flag` (async-signal-safe: a lock-free atomic store);
 // the previous handlers come back on destruction. One instance at a time.
 class StopSignals {
  public:

@@ -243,6 +243,10 @@ TEST_CASE("cluster: the stop flag stops dispatch, drains running units and repor
       std::raise(SIGTERM);
       CHECK(stop.load());
       CHECK(StopSignals::last_signal() == SIGTERM);
+      stop = false;
+      std::raise(SIGUSR1);  // Slurm's warning before the time limit; forwarded by mpirun
+      CHECK(stop.load());
+      CHECK(StopSignals::last_signal() == SIGUSR1);
       std::atomic<bool> other{false};
       CHECK_THROWS_AS(StopSignals{other}, std::logic_error);
     }
