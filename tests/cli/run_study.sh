@@ -29,7 +29,11 @@ check "$bin" run "$tmp/study.toml" --output "$tmp/ref/ref.h5" --quiet
 # Killed mid-way, then resumed with the same command.
 "$bin" run "$tmp/study.toml" --output "$tmp/killed/k.h5" --threads 1 --quiet >/dev/null 2>&1 &
 pid=$!
-sleep 1.5
+# Kill it once a few units are journaled (mid-run whatever the machine's speed).
+for _ in $(seq 1 300); do
+  [ -f "$tmp/killed/k.h5.journal" ] && [ "$(wc -l <"$tmp/killed/k.h5.journal")" -ge 4 ] && break
+  sleep 0.05
+done
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 lines=$(wc -l <"$tmp/killed/k.h5.journal")
