@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<cli::Command> commands = {
       cli::add_arch_command(app),     cli::add_workload_command(app), cli::add_eval_command(app),
-      cli::add_map_command(app),      cli::add_run_command(app),
+      cli::add_map_command(app),      cli::add_run_command(app),      cli::add_report_command(app),
       cli::add_validate_command(app), cli::add_demo_command(app),
   };
   try {

@@ -1,0 +1,33 @@
+// `mapfuse report study.h5`: summary tables (Markdown, or CSV) and PNG plots.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "results/report.hpp"
+
+namespace mapfuse::cli {
+
+Command add_report_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("report", "Summary tables and plots of a study file");
+  auto path = std::make_shared<std::string>();
+  auto csv = std::make_shared<bool>(false);
+  auto plots = std::make_shared<std::string>();
+  auto no_plots = std::make_shared<bool>(false);
+  cmd->add_option("study", *path, "study HDF5 file written by `mapfuse run`")->required();
+  cmd->add_flag("--csv", *csv, "print the unit table as CSV instead of Markdown");
+  cmd->add_option("--plots", *plots, "directory for the PNG plots (default: <study>_plots)");
+  cmd->add_flag("--no-plots", *no_plots, "tables only");
+  return {cmd, [=]() {
+            const StudyFile s = read_study_h5(*path);
+            std::cout << (*csv ? report_csv(s) : report_markdown(s));
+            if (!*no_plots) {
+              const std::string dir = plots->empty() ? (std::filesystem::path(*path).replace_extension("").string() + "_plots") : *plots;
+              for (const std::string& f : write_plots(*path, dir)) fmt::print(stderr, "wrote {}\n", f);
+            }
+            return 0;
+          }};
+}
+
+}  // namespace mapfuse::cli

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `mapfuse report`: Markdown and CSV tables of a study file and valid PNG plots.
+set -eu
+bin="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/s.toml" <<'TOML'
+name = "report_test"
+[[workload]]
+spec = "resnet18"
+layers = ["conv1", "layer2.0.downsample", "fc"]
+[[architecture]]
+spec = "gemmini_default"
+[[architecture]]
+spec = "fadiff_small"
+[method]
+name = "random"
+budget = 2000
+seeds = [1]
+TOML
+"$bin" run "$tmp/s.toml" --output "$tmp/s.h5" --quiet >/dev/null
+"$bin" report "$tmp/s.h5" --plots "$tmp/plots" >"$tmp/report.md" 2>"$tmp/err"
+grep -q "^# Study report_test" "$tmp/report.md"
+[ "$(grep -c '^| resnet18/' "$tmp/report.md")" -eq 6 ]                 # six units
+[ "$(grep -c '^| resnet18 | ' "$tmp/report.md")" -eq 2 ]              # two network totals
+"$bin" report "$tmp/s.h5" --csv --no-plots >"$tmp/report.csv"
+head -1 "$tmp/report.csv" | grep -q '^id,kind,label,status,message,rank,wall_seconds,energy_pj,cycles,edp,best_mapping$'
+[ "$(wc -l <"$tmp/report.csv")" -eq 7 ]
+for f in edp_by_layer energy_by_level_gemmini_default energy_by_level_fadiff_small; do
+  png="$tmp/plots/$f.png"
+  [ -s "$png" ] || { echo "missing $png"; exit 1; }
+  [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ] || { echo "not a PNG: $png"; exit 1; }
+  [ "$(stat -c %s "$png")" -gt 5000 ]
+done
+# A file that is not a study: exit 2 with the reason.
+printf 'nope' >"$tmp/bad.h5"
+set +e
+"$bin" report "$tmp/bad.h5" 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "bad.h5" "$tmp/err"
+echo "1 passed, 0 failed"
