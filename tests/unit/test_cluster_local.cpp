@@ -154,23 +154,27 @@ TEST_CASE("cluster: local executor starts the largest cost hint first") {
     for (std::size_t i = 0; i < expected.size(); ++i) CHECK(started[i] == expected[i].id);
     CHECK(arrived == started);
   }
-  {  // four threads: the first four units taken are the four largest
+  {  // four threads: units are taken in dispatch order; what a thread records may lag behind
+     // the at most three units the other threads took before it, never more.
     std::mutex m;
-    std::vector<double> started;
+    std::vector<std::string> started;
     RunOptions opt;
     opt.threads = 4;
     run_local(
         units,
         [&](const WorkUnit& u) {
           std::lock_guard<std::mutex> lk(m);
-          started.push_back(u.cost_hint);
+          started.push_back(u.id);
           return square(u);
         },
         {}, opt);
     REQUIRE(started.size() == 60);
-    std::vector<double> first(started.begin(), started.begin() + 4);
-    std::sort(first.rbegin(), first.rend());
-    for (int i = 0; i < 4; ++i) CHECK(first[i] == expected[i].cost_hint);
+    for (std::size_t k = 0; k < started.size(); ++k) {
+      const auto d = static_cast<std::size_t>(
+          std::find_if(expected.begin(), expected.end(), [&](const WorkUnit& u) { return u.id == started[k]; }) -
+          expected.begin());
+      CHECK(d <= k + 3);
+    }
   }
 }
 
