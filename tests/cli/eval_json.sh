@@ -5,34 +5,8 @@ set -eu
 bin="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/arch.toml" <<'TOML'
-name = "two_level"
-[compute]
-energy_pj = 0.5
-[[level]]
-name = "DRAM"
-shared_bandwidth = 1
-energy_pj = 100
-[[level]]
-name = "Buffer"
-entries = 64
-shared_bandwidth = 4
-read_pj = 1
-write_pj = 2
-update_pj = 3
-TOML
-cat >"$tmp/mm.toml" <<'TOML'
-name = "mm"
-[[einsum]]
-name = "mm"
-ranks = { M = 4, N = 2, K = 3 }
-tensors = [
-  { name = "A", role = "input", dims = ["m", "k"] },
-  { name = "B", role = "weight", dims = ["k", "n"] },
-  { name = "Z", role = "output", dims = ["m", "n"] },
-]
-TOML
-"$bin" eval --arch "$tmp/arch.toml" --workload "$tmp/mm.toml" \
+fixtures="$(cd "$(dirname "$0")/../fixtures" && pwd)"
+"$bin" eval --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" \
   --mapping "DRAM[A,B,Z] M=4 | Buffer[A,B,Z] N=2 K=3" --json >"$tmp/out.json"
 /usr/bin/python3 - "$tmp/out.json" <<'PY'
 import json, sys
@@ -48,5 +22,5 @@ assert lv["Buffer"]["accesses"]["total"] == 106
 print("1 passed, 0 failed")
 PY
 # Human-readable output names the bound and the levels.
-"$bin" eval --arch "$tmp/arch.toml" --workload "$tmp/mm.toml" \
+"$bin" eval --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" \
   --mapping "DRAM[A,B,Z] M=4 | Buffer[A,B,Z] N=2 K=3" | grep -q "Buffer-bound"

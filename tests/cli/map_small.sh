@@ -5,40 +5,13 @@ set -eu
 bin="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/arch.toml" <<'TOML'
-name = "two_level"
-[compute]
-energy_pj = 0.5
-[[level]]
-name = "DRAM"
-shared_bandwidth = 1
-energy_pj = 100
-fanout = { x = 2 }
-[[level]]
-name = "Buffer"
-entries = 16
-shared_bandwidth = 4
-read_pj = 1
-write_pj = 2
-update_pj = 3
-TOML
-cat >"$tmp/mm.toml" <<'TOML'
-name = "mm"
-[[einsum]]
-name = "mm"
-ranks = { M = 4, N = 2, K = 4 }
-tensors = [
-  { name = "A", role = "input", dims = ["m", "k"] },
-  { name = "B", role = "weight", dims = ["k", "n"] },
-  { name = "Z", role = "output", dims = ["m", "n"] },
-]
-TOML
-"$bin" map --arch "$tmp/arch.toml" --workload "$tmp/mm.toml" --objective edp --pareto >"$tmp/out"
+fixtures="$(cd "$(dirname "$0")/../fixtures" && pwd)"
+"$bin" map --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --objective edp --pareto >"$tmp/out"
 grep -q "^mm: [0-9]* mappings evaluated" "$tmp/out"
 mapping=$(sed -n 's/^  mapping  //p' "$tmp/out")
 edp=$(sed -n 's/.*EDP \([0-9.e+]*\).*/\1/p' "$tmp/out" | head -1)
 [ -n "$mapping" ] && [ -n "$edp" ]
-"$bin" eval --arch "$tmp/arch.toml" --workload "$tmp/mm.toml" --mapping "$mapping" --json >"$tmp/eval.json"
+"$bin" eval --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --mapping "$mapping" --json >"$tmp/eval.json"
 /usr/bin/python3 - "$tmp/eval.json" "$edp" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -50,7 +23,7 @@ PY
 grep -q "^  pareto  " "$tmp/out"
 # Bad input: an unknown objective is exit status 2 with a suggestion.
 set +e
-"$bin" map --arch "$tmp/arch.toml" --workload "$tmp/mm.toml" --objective edpp 2>"$tmp/err"
+"$bin" map --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --objective edpp 2>"$tmp/err"
 rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q "did you mean 'edp'" "$tmp/err"

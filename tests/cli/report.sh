@@ -4,20 +4,10 @@ set -eu
 bin="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/s.toml" <<'TOML'
-name = "report_test"
-[[workload]]
-spec = "resnet18"
-layers = ["conv1", "layer2.0.downsample", "fc"]
-[[architecture]]
-spec = "gemmini_default"
-[[architecture]]
-spec = "fadiff_small"
-[method]
-name = "random"
-budget = 2000
-seeds = [1]
-TOML
+# The shared test study, cut to three layers and one seed.
+sed -e '0,/^name = .*/s//name = "report_test"/' -e 's/^layers = .*/layers = ["conv1", "layer2.0.downsample", "fc"]/' \
+  -e 's/^budget = .*/budget = 2000/' -e 's/^seeds = .*/seeds = [1]/' \
+  "$(dirname "$0")/../fixtures/resnet18_study.toml" >"$tmp/s.toml"
 "$bin" run "$tmp/s.toml" --output "$tmp/s.h5" --quiet >/dev/null
 "$bin" report "$tmp/s.h5" --plots "$tmp/plots" >"$tmp/report.md" 2>"$tmp/err"
 grep -q "^# Study report_test" "$tmp/report.md"

@@ -9,20 +9,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=se
 fail=0
 check() { if "$@"; then echo "ok   $*"; else echo "FAIL $*"; fail=1; fi; }
 
-cat >"$tmp/study.toml" <<'TOML'
-name = "tiny"
-[[workload]]
-spec = "resnet18"
-layers = ["conv1", "layer1.0.conv1", "layer2.0.downsample", "layer3.0.conv2", "layer4.1.conv2", "fc"]
-[[architecture]]
-spec = "gemmini_default"
-[[architecture]]
-spec = "fadiff_small"
-[method]
-name = "random"
-budget = 30000
-seeds = [3, 4]
-TOML
+# The shared test study with a larger budget, so that a unit takes long enough to be killed mid-run.
+sed 's/^budget = .*/budget = 30000/' "$(dirname "$0")/../fixtures/resnet18_study.toml" >"$tmp/study.toml"
 
 # Uninterrupted reference run.
 check "$bin" run "$tmp/study.toml" --output "$tmp/ref/ref.h5" --quiet

@@ -12,20 +12,7 @@ tmp=$(mktemp -d)
 cleanup() { bash "$root/scripts/slurm/stop_single_node.sh"; rm -rf "$tmp"; }
 trap cleanup EXIT
 bash "$root/scripts/slurm/start_single_node.sh" || exit 1
-cat >"$tmp/study.toml" <<'TOML'
-name = "slurm_tiny"
-[[workload]]
-spec = "resnet18"
-layers = ["conv1", "layer1.0.conv1", "layer2.0.downsample", "layer3.0.conv2", "layer4.1.conv2", "fc"]
-[[architecture]]
-spec = "gemmini_default"
-[[architecture]]
-spec = "fadiff_small"
-[method]
-name = "random"
-budget = 5000
-seeds = [3, 4]
-TOML
+cp "$root/tests/fixtures/resnet18_study.toml" "$tmp/study.toml"
 cd "$tmp"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 timeout 300 sbatch --wait --export=ALL,MAPFUSE="$bin",STUDY="$tmp/study.toml",OUT="$tmp/out/s.h5" \
