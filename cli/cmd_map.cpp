@@ -58,8 +58,10 @@ Command add_map_command(CLI::App& app) {
               opt.max_mappings = o->max_mappings;
               const MapperResult r = exhaustive_search(e, core, make_mapspace(constraints, e, core), opt);
               const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-              fmt::print("{}: {} mappings evaluated ({} valid, {} partial mappings pruned) in {:.2f} s\n", e.name,
-                         r.evaluated, r.valid, r.pruned, secs);
+              fmt::print("{}: {} mappings evaluated ({} valid, {} partial mappings pruned, {:.1f} per SIMD call) in "
+                         "{:.2f} s ({:.2f} M/s)\n",
+                         e.name, r.evaluated, r.valid, r.pruned,
+                         r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0, secs, r.evaluated / secs / 1e6);
               if (!r.best) {
                 fmt::print("  no valid mapping\n");
                 ++failed;

@@ -7,6 +7,9 @@
 #include <unordered_map>
 
 #include "engine/common/error.hpp"
+#include "engine/cost/lanes.hpp"
+
+#include <omp.h>
 
 namespace mapfuse {
 namespace {
@@ -78,12 +81,11 @@ struct Search {
   // the innermost such loop is irrelevant; inside it, what matters is the sequence of sliding-
   // window ranks and, between them, the sets of ranks the tensor does not index (only their
   // product counts). Orders with the same signature for every tensor cost the same.
-  std::vector<int> order_signature(const std::vector<int>& order, const std::vector<LevelChoice>& chosen, int l) const {
+  std::vector<int> order_signature(const std::vector<int>& order, uint32_t below, int l) const {
+    (void)l;
     std::vector<int> sig;
     for (int t = 0; t < T; ++t) {
-      bool below = false;
-      for (int i = 0; i < l; ++i) below = below || (chosen[i].keep >> t & 1);
-      if (!below) continue;
+      if (!(below >> t & 1)) continue;
       sig.push_back(-1 - t);
       if (!plain[t]) {  // no reduction for this tensor: the whole order counts
         sig.insert(sig.end(), order.begin(), order.end());
@@ -199,106 +201,249 @@ struct Search {
     return lv.entries == 0 || occupancy(chosen, l) * lv.multiple_buffering <= lv.entries;
   }
 
+  // ---- Evaluation, grouped by loop structure --------------------------------------------
+  //
+  // A complete factor choice fixes, per level, the ranks it iterates (temporal factor > 1), the
+  // ranks it spreads on X and Y, and the kept tensors: its support. The loop orders to try, and so
+  // the NestStructures, depend only on the support. Choices are therefore parked in a bucket per
+  // support and evaluated kLanes at a time through the SIMD lane evaluator, once per order
+  // combination, which shares the structure analysis across the bucket.
+
+  // Support of a complete choice: per level, temporal | x << 8 | y << 16 | keep << 24.
+  struct Support {
+    std::array<uint32_t, kMaxLevels> w{};
+    bool operator==(const Support&) const = default;
+  };
+  struct SupportHash {
+    size_t operator()(const Support& k) const {
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (uint32_t v : k.w) h = (h ^ v) * 0x100000001B3ull, h ^= h >> 29;
+      return static_cast<size_t>(h);
+    }
+  };
+  // Factors of one choice: index (level * 3 + kind) * kMaxRanks + rank.
+  using ChoiceFactors = std::array<int32_t, kMaxLevels * 3 * kMaxRanks>;
+  static int slot(int l, LoopKind k, int r) { return (l * 3 + static_cast<int>(k)) * kMaxRanks + r; }
+  struct Bucket {
+    int count = 0;
+    std::array<ChoiceFactors, kLanes> lanes;
+  };
+  static constexpr size_t kMaxLiveBuckets = 512;  // bounds memory; partial buckets are flushed
+
   struct Local {
     double best_value = std::numeric_limits<double>::infinity();
     std::string best_text;
     std::optional<Mapping> best;
-    CostResult best_cost;
-    std::vector<ParetoMapping> pareto;
-    int64_t evaluated = 0, valid = 0, pruned = 0;
-    std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see orders()
+    CompactCost best_cost;
+    std::vector<ParetoMapping> pareto;  // by energy ascending, cycles descending
+    std::vector<std::string> pareto_text;
+    int64_t evaluated = 0, valid = 0, pruned = 0, lane_calls = 0;
+    std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see order_classes()
+    std::unordered_map<Support, uint32_t, SupportHash> bucket_of;
+    std::vector<Bucket> buckets;
+    std::vector<Support> bucket_support;
   };
 
-  // Every temporal order of the ranks each level iterates, for one complete choice.
-  void orders(const std::vector<LevelChoice>& chosen, Local& local, std::atomic<int64_t>& budget) const {
-    std::vector<std::vector<int>> ranks(L);
+  // One order per class of temporal orders of `ranks` at level l that cost the same (or every
+  // order), given the tensors kept below l. Worked out once per (level, ranks, below).
+  const std::vector<std::vector<int>>& order_classes(int l, const std::vector<int>& ranks, uint32_t below,
+                                                     Local& local) const {
+    const LevelConstraints* lc = constraint(l);
+    uint32_t iterated = 0;
+    for (int r : ranks) iterated |= 1u << r;
+    const bool fixed = lc && lc->order;
+    const uint64_t key = (uint64_t(l) << 40) | (uint64_t(below) << 32) | (uint64_t(fixed) << 31) | iterated;
+    auto [it, fresh] = local.orders.try_emplace(key);
+    if (fresh) {
+      std::vector<int> order = ranks;
+      std::vector<std::vector<int>> seen;
+      if (fixed) {
+        it->second.push_back(order);
+      } else {
+        do {
+          if (opt.reduce_orders) {
+            std::vector<int> sig = order_signature(order, below, l);
+            if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
+            seen.push_back(std::move(sig));
+          }
+          it->second.push_back(order);
+        } while (std::next_permutation(order.begin(), order.end()));
+      }
+    }
+    return it->second;
+  }
+
+  // Parks a complete choice in the bucket of its support; a full bucket is evaluated.
+  void park(const std::vector<LevelChoice>& chosen, Local& local, std::atomic<int64_t>& budget,
+            std::atomic<bool>& over) const {
+    Support key;
+    ChoiceFactors f;
+    f.fill(1);
     for (int l = 0; l < L; ++l) {
+      uint32_t t = 0, x = 0, y = 0;
+      for (int r = 0; r < R; ++r) {
+        const LevelChoice& ch = chosen[l];
+        if (ch.t[r] > 1) t |= 1u << r, f[slot(l, LoopKind::Temporal, r)] = static_cast<int32_t>(ch.t[r]);
+        if (ch.x[r] > 1) x |= 1u << r, f[slot(l, LoopKind::SpatialX, r)] = static_cast<int32_t>(ch.x[r]);
+        if (ch.y[r] > 1) y |= 1u << r, f[slot(l, LoopKind::SpatialY, r)] = static_cast<int32_t>(ch.y[r]);
+      }
+      key.w[l] = t | x << 8 | y << 16 | uint32_t(chosen[l].keep) << 24;
+    }
+    auto it = local.bucket_of.find(key);
+    if (it == local.bucket_of.end()) {
+      if (local.buckets.size() == kMaxLiveBuckets) flush_all(local, budget, over);
+      it = local.bucket_of.emplace(key, static_cast<uint32_t>(local.buckets.size())).first;
+      local.buckets.emplace_back();
+      local.bucket_support.push_back(key);
+    }
+    Bucket& b = local.buckets[it->second];
+    b.lanes[b.count++] = f;
+    if (b.count == kLanes) {
+      flush(key, b, local, budget, over);
+      b.count = 0;
+    }
+  }
+
+  void flush_all(Local& local, std::atomic<int64_t>& budget, std::atomic<bool>& over) const {
+    for (size_t i = 0; i < local.buckets.size(); ++i)
+      if (local.buckets[i].count > 0) flush(local.bucket_support[i], local.buckets[i], local, budget, over);
+    local.buckets.clear();
+    local.bucket_support.clear();
+    local.bucket_of.clear();
+  }
+
+  // Evaluates the bucket's choices under every order combination of its support.
+  void flush(const Support& key, const Bucket& b, Local& local, std::atomic<int64_t>& budget,
+             std::atomic<bool>& over) const {
+    std::array<const std::vector<std::vector<int>>*, kMaxLevels> classes{};
+    std::array<TensorMask, kMaxLevels> keep{};
+    uint32_t below = 0;
+    int64_t combos = 1;
+    for (int l = 0; l < L; ++l) {
+      const uint32_t iterated = key.w[l] & 0xFF;
+      keep[l] = static_cast<TensorMask>(key.w[l] >> 24);
+      std::vector<int> ranks;
       const LevelConstraints* lc = constraint(l);
       if (lc && lc->order) {
         for (int r : *lc->order)
-          if (chosen[l].t[r] > 1) ranks[l].push_back(r);
+          if (iterated >> r & 1) ranks.push_back(r);
       } else {
         for (int r = 0; r < R; ++r)
-          if (chosen[l].t[r] > 1) ranks[l].push_back(r);
+          if (iterated >> r & 1) ranks.push_back(r);
+      }
+      classes[l] = &order_classes(l, ranks, below, local);
+      combos *= static_cast<int64_t>(classes[l]->size());
+      below |= keep[l];
+    }
+    if (opt.max_mappings > 0 && budget.fetch_add(combos * b.count, std::memory_order_relaxed) + combos * b.count > opt.max_mappings) {
+      over.store(true, std::memory_order_relaxed);
+      return;
+    }
+    std::array<size_t, kMaxLevels> pick{};
+    FlatMapping fm;
+    LaneFactors lf;
+    CompactCost out[kLanes];
+    for (int64_t combo = 0; combo < combos; ++combo) {
+      // The combination's loop nest, outermost first, as flatten() lays it out.
+      fm = FlatMapping{};
+      fm.n_levels = static_cast<int8_t>(L);
+      for (int l = L - 1; l >= 0; --l) {
+        fm.keep[l] = keep[l];
+        auto add = [&](int r, LoopKind k) {
+          if (fm.n_loops == kMaxLoops) throw InputError({}, "mapping", "more than " + std::to_string(kMaxLoops) + " loops");
+          fm.loops[fm.n_loops++] = {static_cast<int8_t>(l), static_cast<int8_t>(r), k, 2};
+        };
+        for (int r : (*classes[l])[pick[l]]) add(r, LoopKind::Temporal);
+        for (int r = 0; r < R; ++r)
+          if (key.w[l] >> (8 + r) & 1) add(r, LoopKind::SpatialX);
+        for (int r = 0; r < R; ++r)
+          if (key.w[l] >> (16 + r) & 1) add(r, LoopKind::SpatialY);
+      }
+      const NestStructure s = analyze(plan, fm);
+      for (int i = 0; i < fm.n_loops; ++i) {
+        const int sl = slot(fm.loops[i].level, fm.loops[i].kind, fm.loops[i].rank);
+        for (int k = 0; k < b.count; ++k) lf[i][k] = b.lanes[k][sl];
+      }
+      evaluate_lanes(plan, s, lf, b.count, out);
+      ++local.lane_calls;
+      local.evaluated += b.count;
+      for (int k = 0; k < b.count; ++k)
+        if (out[k].valid()) consider(out[k], classes, pick, keep, b.lanes[k], local);
+      for (int l = 0; l < L; ++l) {  // next combination (odometer, level 0 fastest)
+        if (++pick[l] < classes[l]->size()) break;
+        pick[l] = 0;
       }
     }
-    // Per level, one order per class of orders that cost the same (or every order). The classes
-    // depend only on the level, the ranks it iterates and which tensors are kept below it, so
-    // they are worked out once per such combination.
-    std::vector<const std::vector<std::vector<int>>*> choices(L);
-    for (int l = 0; l < L; ++l) {
-      const LevelConstraints* lc = constraint(l);
-      uint32_t iterated = 0;
-      for (int r : ranks[l]) iterated |= 1u << r;
-      uint32_t below = 0;
-      for (int i = 0; i < l; ++i) below |= chosen[i].keep;
-      const bool fixed = lc && lc->order;
-      const uint64_t key = (uint64_t(l) << 40) | (uint64_t(below) << 32) | (uint64_t(fixed) << 31) | iterated;
-      auto [it, fresh] = local.orders.try_emplace(key);
-      if (fresh) {
-        std::vector<int> order = ranks[l];
-        std::vector<std::vector<int>> seen;
-        if (fixed) {
-          it->second.push_back(order);
-        } else {
-          do {
-            if (opt.reduce_orders) {
-              std::vector<int> sig = order_signature(order, chosen, l);
-              if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
-              seen.push_back(std::move(sig));
-            }
-            it->second.push_back(order);
-          } while (std::next_permutation(order.begin(), order.end()));
-        }
-      }
-      choices[l] = &it->second;
-    }
-    Mapping m;
-    m.levels.resize(L);
-    auto rec = [&](auto&& self, int l) -> void {
-      if (l < 0) {
-        evaluate_one(m, local, budget);
-        return;
-      }
-      for (const std::vector<int>& order : *choices[l]) {
-        LevelMapping& lm = m.levels[l];
-        lm.loops.clear();
-        lm.keep = chosen[l].keep;
-        for (int r : order) lm.loops.push_back({r, chosen[l].t[r], LoopKind::Temporal});
-        for (int r = 0; r < R; ++r)
-          if (chosen[l].x[r] > 1) lm.loops.push_back({r, chosen[l].x[r], LoopKind::SpatialX});
-        for (int r = 0; r < R; ++r)
-          if (chosen[l].y[r] > 1) lm.loops.push_back({r, chosen[l].y[r], LoopKind::SpatialY});
-        self(self, l - 1);
-      }
-    };
-    rec(rec, L - 1);
   }
 
-  void evaluate_one(const Mapping& m, Local& local, std::atomic<int64_t>& budget) const {
-    if (opt.max_mappings > 0 && budget.fetch_add(1, std::memory_order_relaxed) >= opt.max_mappings) return;
-    ++local.evaluated;
-    const CostResult r = evaluate(plan, flatten(m));
-    if (!r.valid()) return;
+  Mapping build(const std::array<const std::vector<std::vector<int>>*, kMaxLevels>& classes,
+                const std::array<size_t, kMaxLevels>& pick, const std::array<TensorMask, kMaxLevels>& keep,
+                const ChoiceFactors& f) const {
+    Mapping m;
+    m.levels.resize(L);
+    for (int l = 0; l < L; ++l) {
+      LevelMapping& lm = m.levels[l];
+      lm.keep = keep[l];
+      for (int r : (*classes[l])[pick[l]]) lm.loops.push_back({r, f[slot(l, LoopKind::Temporal, r)], LoopKind::Temporal});
+      for (LoopKind k : {LoopKind::SpatialX, LoopKind::SpatialY})
+        for (int r = 0; r < R; ++r)
+          if (f[slot(l, k, r)] > 1) lm.loops.push_back({r, f[slot(l, k, r)], k});
+    }
+    return m;
+  }
+
+  // Best and energy/cycles front. Ties (equal objective, or equal energy and cycles) go to the
+  // smaller mapping text, so the answer does not depend on the order of evaluation.
+  void consider(const CompactCost& r, const std::array<const std::vector<std::vector<int>>*, kMaxLevels>& classes,
+                const std::array<size_t, kMaxLevels>& pick, const std::array<TensorMask, kMaxLevels>& keep,
+                const ChoiceFactors& f, Local& local) const {
     ++local.valid;
     const double v = objective_value(opt.objective, r);
-    if (v < local.best_value || (v == local.best_value && to_text(m, e, c) < local.best_text)) {
-      local.best_value = v;
-      local.best_text = to_text(m, e, c);
-      local.best = m;
-      local.best_cost = r;
+    std::optional<Mapping> m;
+    std::string text;
+    auto materialise = [&] {
+      if (!m) m = build(classes, pick, keep, f), text = to_text(*m, e, c);
+    };
+    if (v <= local.best_value) {
+      if (v < local.best_value || (materialise(), text < local.best_text)) {
+        materialise();
+        local.best_value = v;
+        local.best_text = text;
+        local.best = m;
+        local.best_cost = r;
+      }
     }
-    // Keep the energy/cycles front as we go (dominated points never return).
-    for (const ParetoMapping& p : local.pareto)
-      if (p.energy_pj <= r.energy_pj && p.cycles <= r.cycles) return;
-    std::erase_if(local.pareto, [&](const ParetoMapping& p) { return r.energy_pj <= p.energy_pj && r.cycles <= p.cycles; });
-    local.pareto.push_back({r.energy_pj, r.cycles, m});
+    // The front is sorted by energy ascending, so cycles descend; the last point with energy
+    // <= r's has the fewest cycles among them and decides whether r is dominated.
+    auto& P = local.pareto;
+    auto pos = std::upper_bound(P.begin(), P.end(), r.energy_pj,
+                                [](double en, const ParetoMapping& p) { return en < p.energy_pj; });
+    if (pos != P.begin()) {
+      const ParetoMapping& q = *(pos - 1);
+      if (q.cycles <= r.cycles) {
+        if (q.cycles < r.cycles || q.energy_pj < r.energy_pj) return;  // dominated
+        materialise();                                                  // equal: smaller text wins
+        const size_t i = static_cast<size_t>(pos - 1 - P.begin());
+        if (text < local.pareto_text[i]) P[i].mapping = *m, local.pareto_text[i] = text;
+        return;
+      }
+    }
+    materialise();
+    // r dominates the points from pos on whose cycles are >= r's (a contiguous run).
+    auto last = pos;
+    while (last != P.end() && last->cycles >= r.cycles) ++last;
+    const size_t i = static_cast<size_t>(pos - P.begin()), j = static_cast<size_t>(last - P.begin());
+    P.erase(pos, last);
+    local.pareto_text.erase(local.pareto_text.begin() + i, local.pareto_text.begin() + j);
+    P.insert(P.begin() + i, ParetoMapping{r.energy_pj, r.cycles, *m});
+    local.pareto_text.insert(local.pareto_text.begin() + i, text);
   }
 
   void descend(std::vector<LevelChoice>& chosen, int l, std::array<int64_t, kMaxRanks> remaining, Local& local,
-               std::atomic<int64_t>& budget) const {
+               std::atomic<int64_t>& budget, std::atomic<bool>& over) const {
+    if (over.load(std::memory_order_relaxed)) return;
     if (l == L) {
-      orders(chosen, local, budget);
+      park(chosen, local, budget, over);
       return;
     }
     std::vector<LevelChoice> choices;
@@ -311,7 +456,7 @@ struct Search {
       }
       std::array<int64_t, kMaxRanks> rest = remaining;
       for (int r = 0; r < R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-      descend(chosen, l + 1, rest, local, budget);
+      descend(chosen, l + 1, rest, local, budget, over);
     }
   }
 };
@@ -326,50 +471,55 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   std::vector<LevelChoice> first;
   s.level_choices(0, remaining, first);
   std::atomic<int64_t> budget{0};
-  std::vector<Search::Local> locals(first.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t i = 0; i < static_cast<int64_t>(first.size()); ++i) {
+  std::atomic<bool> over{false};
+  std::vector<Search::Local> locals(static_cast<size_t>(omp_get_max_threads()));
+  // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
+  // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
+#pragma omp parallel
+  {
+    Search::Local& local = locals[static_cast<size_t>(omp_get_thread_num())];
     std::vector<LevelChoice> chosen(s.L);
-    chosen[0] = first[i];
-    Search::Local& local = locals[i];
-    if (opt.prune && !s.fits(chosen, 0)) {
-      ++local.pruned;
-      continue;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t i = 0; i < static_cast<int64_t>(first.size()); ++i) {
+      chosen[0] = first[i];
+      if (opt.prune && !s.fits(chosen, 0)) {
+        ++local.pruned;
+        continue;
+      }
+      std::array<int64_t, kMaxRanks> rest = remaining;
+      for (int r = 0; r < s.R; ++r) rest[r] /= first[i].t[r] * first[i].x[r] * first[i].y[r];
+      s.descend(chosen, 1, rest, local, budget, over);
     }
-    std::array<int64_t, kMaxRanks> rest = remaining;
-    for (int r = 0; r < s.R; ++r) rest[r] /= first[i].t[r] * first[i].x[r] * first[i].y[r];
-    if (s.L == 1) s.orders(chosen, local, budget);
-    else s.descend(chosen, 1, rest, local, budget);
+    s.flush_all(local, budget, over);
   }
-  if (opt.max_mappings > 0 && budget.load() > opt.max_mappings)
+  if (over.load())
     throw InputError({}, "max_mappings",
                      "the mapspace of '" + e.name + "' has more than " + std::to_string(opt.max_mappings) +
                          " mappings; constrain it (loop orders, factors, bypass) or raise the limit");
-  // Merge in a fixed order: the same answer for any number of threads.
   MapperResult out;
   Search::Local best;
-  std::vector<ParetoMapping> all;
+  std::vector<std::pair<std::string, ParetoMapping>> all;
   for (Search::Local& l : locals) {
     out.evaluated += l.evaluated;
     out.valid += l.valid;
     out.pruned += l.pruned;
+    out.lane_calls += l.lane_calls;
     if (l.best && (l.best_value < best.best_value || (l.best_value == best.best_value && l.best_text < best.best_text))) {
       best.best_value = l.best_value;
       best.best_text = l.best_text;
       best.best = l.best;
-      best.best_cost = l.best_cost;
     }
-    for (ParetoMapping& p : l.pareto) all.push_back(std::move(p));
+    for (size_t i = 0; i < l.pareto.size(); ++i) all.emplace_back(std::move(l.pareto_text[i]), std::move(l.pareto[i]));
   }
   out.best = best.best;
-  out.cost = best.best_cost;
-  std::sort(all.begin(), all.end(), [&](const ParetoMapping& a, const ParetoMapping& b) {
-    if (a.energy_pj != b.energy_pj) return a.energy_pj < b.energy_pj;
-    if (a.cycles != b.cycles) return a.cycles < b.cycles;
-    return to_text(a.mapping, e, c) < to_text(b.mapping, e, c);
+  if (out.best) out.cost = evaluate(s.plan, flatten(*out.best));  // the full breakdown
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    if (a.second.energy_pj != b.second.energy_pj) return a.second.energy_pj < b.second.energy_pj;
+    if (a.second.cycles != b.second.cycles) return a.second.cycles < b.second.cycles;
+    return a.first < b.first;
   });
   double best_cycles = std::numeric_limits<double>::infinity();
-  for (ParetoMapping& p : all)
+  for (auto& [text, p] : all)
     if (p.cycles < best_cycles) {
       best_cycles = p.cycles;
       out.pareto.push_back(std::move(p));

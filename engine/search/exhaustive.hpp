@@ -3,7 +3,9 @@
 // rank over the levels' temporal and spatial slots, every choice of kept tensors the
 // architecture and constraints allow, and every temporal loop order of the ranks a level
 // actually iterates. Levels are chosen innermost first, so a level whose kept tiles overflow its
-// capacity is pruned with everything above it (exact: such mappings are invalid). OpenMP over the
+// capacity is pruned with everything above it (exact: such mappings are invalid). Complete
+// choices are grouped by support (which ranks each level iterates and spreads, what it keeps) and
+// evaluated 16 at a time by the SIMD lane evaluator, once per loop-order class. OpenMP over the
 // innermost level's choices; the result does not depend on the thread count (ties are broken by
 // the mapping's text).
 #include <cstdint>
@@ -35,7 +37,8 @@ struct MapperResult {
   std::vector<ParetoMapping> pareto;  // energy / cycles front of the valid mappings, by energy
   int64_t evaluated = 0;
   int64_t valid = 0;
-  int64_t pruned = 0;  // partial mappings cut at a full level
+  int64_t pruned = 0;      // partial mappings cut at a full level
+  int64_t lane_calls = 0;  // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
 };
 
 // Throws InputError if the mapspace exceeds options.max_mappings.

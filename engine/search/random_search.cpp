@@ -34,6 +34,15 @@ double objective_value(Objective o, const CostResult& r) {
   return 0;
 }
 
+double objective_value(Objective o, const CompactCost& r) {
+  switch (o) {
+    case Objective::Energy: return r.energy_pj;
+    case Objective::Cycles: return r.cycles;
+    case Objective::Edp: return r.edp();
+  }
+  return 0;
+}
+
 namespace {
 // SplitMix64: decorrelates the per-sample seeds.
 uint64_t mix(uint64_t x) {

@@ -17,6 +17,7 @@ enum class Objective : uint8_t { Energy, Cycles, Edp };
 Objective objective_from_string(std::string_view s);  // throws InputError
 std::string_view to_string(Objective o);
 double objective_value(Objective o, const CostResult& r);
+double objective_value(Objective o, const CompactCost& r);
 
 struct SearchResult {
   std::optional<Mapping> best;  // empty when no sampled mapping was valid
