@@ -28,6 +28,10 @@ struct Mapspace {
   std::vector<LevelConstraints> levels;  // index 0 = innermost, as Core::levels; may be empty
 };
 
+// Does the mapping respect every constraint of the mapspace (orders, factor bounds, kept tensors,
+// spatial ranks)? Structure and capacity are checked elsewhere (check_structure, the cost model).
+bool satisfies(const Mapping& m, const Mapspace& space);
+
 // Divisors of n in increasing order.
 std::vector<int64_t> divisors(int64_t n);
 

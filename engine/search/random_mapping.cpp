@@ -38,21 +38,40 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
     for (auto& k : lv) k.assign(R, 1);
   std::vector<std::array<int64_t, 2>> used(L, {1, 1});
   std::uniform_real_distribution<double> u01(0.0, 1.0);
+  auto constraint = [&](int l) -> const LevelConstraints* {
+    return opt.space && l < static_cast<int>(opt.space->levels.size()) ? &opt.space->levels[l] : nullptr;
+  };
   for (int r = 0; r < R; ++r) {
+    // Levels whose temporal loops may iterate r (a fixed order lists the ranks it allows).
+    std::vector<int> temporal_levels;
+    for (int l = 0; l < L; ++l) {
+      const LevelConstraints* lc = constraint(l);
+      if (!lc || !lc->order || std::find(lc->order->begin(), lc->order->end(), r) != lc->order->end())
+        temporal_levels.push_back(l);
+    }
     for (int64_t p : prime_factors(e.ranks[r].size)) {
       struct Slot { int l, kind; };
       std::vector<Slot> spatial;
       for (int l = 0; l < L; ++l)
-        for (int a = 0; a < 2; ++a)
+        for (int a = 0; a < 2; ++a) {
+          const LevelConstraints* lc = constraint(l);
+          const std::optional<uint32_t>& only = a == 0 ? (lc ? lc->spatial_x : std::nullopt) : (lc ? lc->spatial_y : std::nullopt);
           if (used[l][a] * p <= (a == 0 ? c.levels[l].fanout.x : c.levels[l].fanout.y) &&
-              may_spread(c.levels[l].fanout, a == 0, e, r))
+              may_spread(c.levels[l].fanout, a == 0, e, r) && (!only || (*only >> r & 1)))
             spatial.push_back({l, a + 1});
-      if (!spatial.empty() && u01(rng) < opt.spatial_bias) {
+        }
+      if (!spatial.empty() && (temporal_levels.empty() || u01(rng) < opt.spatial_bias)) {
         Slot s = spatial[std::uniform_int_distribution<size_t>(0, spatial.size() - 1)(rng)];
         factor[s.l][s.kind][r] *= p;
         used[s.l][s.kind - 1] *= p;
-      } else {
+      } else if (static_cast<int>(temporal_levels.size()) == L) {
         int l = std::uniform_int_distribution<int>(0, L - 1)(rng);
+        factor[l][0][r] *= p;
+      } else {
+        // No allowed slot at all: the outermost level takes it (the sample then breaks the
+        // constraints and is rejected by the caller).
+        const int l = temporal_levels.empty() ? L - 1
+                                              : temporal_levels[std::uniform_int_distribution<size_t>(0, temporal_levels.size() - 1)(rng)];
         factor[l][0][r] *= p;
       }
     }
@@ -60,15 +79,26 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
   Mapping m;
   m.levels.resize(L);
   for (int l = 0; l < L; ++l) {
+    const LevelConstraints* lc = constraint(l);
     std::vector<int> order(R);
     for (int r = 0; r < R; ++r) order[r] = r;
-    std::shuffle(order.begin(), order.end(), rng);
+    if (lc && lc->order) {
+      order = *lc->order;
+      for (int r = 0; r < R; ++r)  // ranks it does not list go outermost (and break the constraint)
+        if (factor[l][0][r] > 1 && std::find(order.begin(), order.end(), r) == order.end()) order.insert(order.begin(), r);
+    } else {
+      std::shuffle(order.begin(), order.end(), rng);
+    }
     for (int r : order)
       if (factor[l][0][r] > 1) m.levels[l].loops.push_back({r, factor[l][0][r], LoopKind::Temporal});
     for (int k = 1; k <= 2; ++k)
       for (int r = 0; r < R; ++r)
         if (factor[l][k][r] > 1)
           m.levels[l].loops.push_back({r, factor[l][k][r], k == 1 ? LoopKind::SpatialX : LoopKind::SpatialY});
+    if (lc && lc->keep && l != L - 1) {
+      m.levels[l].keep = static_cast<TensorMask>(*lc->keep);
+      continue;
+    }
     for (size_t t = 0; t < e.tensors.size(); ++t) {
       const bool allowed = c.levels[l].may_keep & role_bit(e.tensors[t].role);
       const bool keep = l == L - 1 || (allowed && (!opt.random_bypass || u01(rng) < 0.7));

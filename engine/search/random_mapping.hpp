@@ -8,6 +8,7 @@
 
 #include "engine/arch/architecture.hpp"
 #include "engine/mapping/mapping.hpp"
+#include "engine/search/mapspace.hpp"
 #include "engine/workload/einsum.hpp"
 
 namespace mapfuse {
@@ -15,6 +16,9 @@ namespace mapfuse {
 struct RandomMappingOptions {
   bool random_bypass = true;    // false: keep every tensor wherever its role is allowed
   double spatial_bias = 0.5;    // probability of trying a spatial slot first for a factor
+  // Constraints to sample within: fixed orders, kept tensors and spatial ranks are honoured by
+  // construction; factor bounds are not (random_search rejects samples that break them).
+  const Mapspace* space = nullptr;
 };
 
 // Prime factorisation (ascending, with multiplicity).

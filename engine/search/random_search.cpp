@@ -70,7 +70,9 @@ SearchResult random_search(const Einsum& e, const Core& c, int64_t budget, uint6
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < budget; ++i) {
       std::mt19937_64 rng(mix(seed ^ mix(static_cast<uint64_t>(i))));
-      evaluate(plan, flatten(random_mapping(e, c, rng, opt)), r);
+      const Mapping m = random_mapping(e, c, rng, opt);
+      if (opt.space && !satisfies(m, *opt.space)) continue;  // broke a factor bound: not in the mapspace
+      evaluate(plan, flatten(m), r);
       if (!r.valid()) continue;
       ++local.valid;
       const double v = objective_value(objective, r);

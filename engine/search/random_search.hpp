@@ -1,6 +1,7 @@
 #pragma once
 // Random-sampling mapper (Timeloop's `random` search): draws `budget` mappings from the mapspace
-// sampler and keeps the best valid one for the objective. Sample i uses its own generator seeded
+// sampler (within opt.space's constraints; samples that break a factor bound count as invalid)
+// and keeps the best valid one for the objective. Sample i uses its own generator seeded
 // from (seed, i), so the result is the same for any number of threads.
 #include <cstdint>
 #include <optional>
