@@ -48,6 +48,8 @@ struct Search {
       }
     }
     classify();
+    prepare_bounds();
+    prepare();
   }
 
   // How each rank acts on each tensor's refills (see orders()): 0 = the tensor does not index it,
@@ -112,23 +114,57 @@ struct Search {
     return l < static_cast<int>(space.levels.size()) ? &space.levels[l] : nullptr;
   }
 
-  bool in_order(int l, int r) const {
-    const LevelConstraints* lc = constraint(l);
-    if (!lc || !lc->order) return true;
-    return std::find(lc->order->begin(), lc->order->end(), r) != lc->order->end();
+  // Temporal factor bounds per (level, rank), from the constraints: a rank a fixed order does not
+  // list may only take 1.
+  std::array<std::array<int64_t, kMaxRanks>, kMaxLevels> t_min{}, t_max{};
+
+  void prepare_bounds() {
+    for (int l = 0; l < L; ++l)
+      for (int r = 0; r < R; ++r) {
+        int64_t lo = 1, hi = e.ranks[r].size;
+        if (const LevelConstraints* lc = constraint(l)) {
+          if (lc->order && std::find(lc->order->begin(), lc->order->end(), r) == lc->order->end()) hi = 1;
+          if (r < static_cast<int>(lc->min_factor.size()) && lc->min_factor[r]) lo = std::max(lo, *lc->min_factor[r]);
+          if (r < static_cast<int>(lc->max_factor.size()) && lc->max_factor[r]) hi = std::min(hi, *lc->max_factor[r]);
+        }
+        t_min[l][r] = lo;
+        t_max[l][r] = hi;
+      }
   }
 
-  bool temporal_ok(int l, int r, int64_t f) const {
-    if (f > 1 && !in_order(l, r)) return false;
-    const LevelConstraints* lc = constraint(l);
-    if (!lc) return true;
-    if (r < static_cast<int>(lc->min_factor.size()) && lc->min_factor[r] && f < *lc->min_factor[r]) return false;
-    if (r < static_cast<int>(lc->max_factor.size()) && lc->max_factor[r] && f > *lc->max_factor[r]) return false;
-    return true;
+  bool temporal_ok(int l, int r, int64_t f) const { return f >= t_min[l][r] && f <= t_max[l][r]; }
+
+  // Divisors of every divisor of every rank size, worked out once (the enumeration asks for them
+  // at every node).
+  std::unordered_map<int64_t, std::vector<int64_t>> divisor_table;
+  const std::vector<int64_t>& divs(int64_t n) const { return divisor_table.at(n); }
+
+  // Kept-tensor choices per level: the outermost keeps all; others any subset their roles (or a
+  // constraint) allow.
+  std::vector<std::vector<TensorMask>> keep_options;
+
+  void prepare() {
+    for (int r = 0; r < R; ++r)
+      for (int64_t d : divisors(e.ranks[r].size))
+        if (!divisor_table.count(d)) divisor_table.emplace(d, divisors(d));
+    keep_options.assign(L, {});
+    const TensorMask all = static_cast<TensorMask>((1u << T) - 1);
+    for (int l = 0; l < L; ++l) {
+      TensorMask allowed = 0;
+      for (int t = 0; t < T; ++t)
+        if (c.levels[l].may_keep & role_bit(e.tensors[t].role)) allowed |= static_cast<TensorMask>(1u << t);
+      const LevelConstraints* lc = constraint(l);
+      if (l == L - 1) keep_options[l] = {all};
+      else if (lc && lc->keep) keep_options[l] = {static_cast<TensorMask>(*lc->keep)};
+      else
+        for (unsigned m = 0; m <= all; ++m)
+          if ((m & allowed) == m) keep_options[l].push_back(static_cast<TensorMask>(m));
+    }
   }
 
-  // All factor choices of level l given what remains of each rank.
+  // All factor choices of level l given what remains of each rank (keep is set by the caller).
   void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out) const {
+    out.clear();
     const bool outermost = l == L - 1;
     LevelChoice cur;
     const int64_t fx_max = c.levels[l].fanout.x, fy_max = c.levels[l].fanout.y;
@@ -137,9 +173,9 @@ struct Search {
         out.push_back(cur);
         return;
       }
-      for (int64_t sx : divisors(remaining[r])) {
+      for (int64_t sx : divs(remaining[r])) {
         if (sx > 1 && (!(x_ok[l] >> r & 1) || used_x * sx > fx_max)) break;
-        for (int64_t sy : divisors(remaining[r] / sx)) {
+        for (int64_t sy : divs(remaining[r] / sx)) {
           if (sy > 1 && (!(y_ok[l] >> r & 1) || used_y * sy > fy_max)) break;
           const int64_t rest = remaining[r] / sx / sy;
           auto take = [&](int64_t t) {
@@ -151,32 +187,14 @@ struct Search {
           };
           if (outermost) take(rest);
           else
-            for (int64_t t : divisors(rest)) take(t);
+            for (int64_t t : divs(rest)) {
+              if (t > t_max[l][r]) break;  // divisors ascend
+              take(t);
+            }
         }
       }
     };
     rec(rec, 0, 1, 1);
-    // Kept tensors: the outermost level keeps all; others any subset their roles allow.
-    const TensorMask all = static_cast<TensorMask>((1u << T) - 1);
-    TensorMask allowed = 0;
-    for (int t = 0; t < T; ++t)
-      if (c.levels[l].may_keep & role_bit(e.tensors[t].role)) allowed |= static_cast<TensorMask>(1u << t);
-    std::vector<TensorMask> keeps;
-    const LevelConstraints* lc = constraint(l);
-    if (outermost) keeps = {all};
-    else if (lc && lc->keep) keeps = {static_cast<TensorMask>(*lc->keep)};
-    else
-      for (unsigned m = 0; m <= all; ++m)
-        if ((m & allowed) == m) keeps.push_back(static_cast<TensorMask>(m));
-    const size_t n = out.size();
-    std::vector<LevelChoice> expanded;
-    expanded.reserve(n * keeps.size());
-    for (const LevelChoice& ch : out)
-      for (TensorMask k : keeps) {
-        expanded.push_back(ch);
-        expanded.back().keep = k;
-      }
-    out = std::move(expanded);
   }
 
   // Words level l holds for the chosen inner levels (its tile spans levels <= l).
@@ -242,6 +260,7 @@ struct Search {
     std::unordered_map<Support, uint32_t, SupportHash> bucket_of;
     std::vector<Bucket> buckets;
     std::vector<Support> bucket_support;
+    std::vector<std::vector<LevelChoice>> scratch{kMaxLevels};  // level_choices() output per depth
   };
 
   // One order per class of temporal orders of `ranks` at level l that cost the same (or every
@@ -439,24 +458,27 @@ struct Search {
     local.pareto_text.insert(local.pareto_text.begin() + i, text);
   }
 
-  void descend(std::vector<LevelChoice>& chosen, int l, std::array<int64_t, kMaxRanks> remaining, Local& local,
+  void descend(std::vector<LevelChoice>& chosen, int l, const std::array<int64_t, kMaxRanks>& remaining, Local& local,
                std::atomic<int64_t>& budget, std::atomic<bool>& over) const {
     if (over.load(std::memory_order_relaxed)) return;
     if (l == L) {
       park(chosen, local, budget, over);
       return;
     }
-    std::vector<LevelChoice> choices;
+    std::vector<LevelChoice>& choices = local.scratch[l];  // this depth's buffer, reused
     level_choices(l, remaining, choices);
     for (const LevelChoice& ch : choices) {
-      chosen[l] = ch;
-      if (opt.prune && !fits(chosen, l)) {
-        ++local.pruned;
-        continue;
-      }
       std::array<int64_t, kMaxRanks> rest = remaining;
       for (int r = 0; r < R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-      descend(chosen, l + 1, rest, local, budget, over);
+      for (TensorMask keep : keep_options[l]) {
+        chosen[l] = ch;
+        chosen[l].keep = keep;
+        if (opt.prune && !fits(chosen, l)) {
+          ++local.pruned;
+          continue;
+        }
+        descend(chosen, l + 1, rest, local, budget, over);
+      }
     }
   }
 };
@@ -468,8 +490,13 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   Search s(e, c, space, opt);
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < s.R; ++r) remaining[r] = e.ranks[r].size;
-  std::vector<LevelChoice> first;
-  s.level_choices(0, remaining, first);
+  std::vector<LevelChoice> first_factors, first;
+  s.level_choices(0, remaining, first_factors);
+  for (const LevelChoice& ch : first_factors)
+    for (TensorMask keep : s.keep_options[0]) {
+      first.push_back(ch);
+      first.back().keep = keep;
+    }
   std::atomic<int64_t> budget{0};
   std::atomic<bool> over{false};
   std::vector<Search::Local> locals(static_cast<size_t>(omp_get_max_threads()));
