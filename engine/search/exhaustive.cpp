@@ -243,6 +243,7 @@ struct Search {
   using ChoiceFactors = std::array<int32_t, kMaxLevels * 3 * kMaxRanks>;
   static int slot(int l, LoopKind k, int r) { return (l * 3 + static_cast<int>(k)) * kMaxRanks + r; }
   struct Bucket {
+    Bucket() {}  // user-provided: the 12 KB of lanes are not zeroed on every new bucket
     int count = 0;
     std::array<ChoiceFactors, kLanes> lanes;
   };
@@ -261,6 +262,7 @@ struct Search {
     std::vector<Bucket> buckets;
     std::vector<Support> bucket_support;
     std::vector<std::vector<LevelChoice>> scratch{kMaxLevels};  // level_choices() output per depth
+    Local() { buckets.reserve(kMaxLiveBuckets); }
   };
 
   // One order per class of temporal orders of `ranks` at level l that cost the same (or every
@@ -296,17 +298,15 @@ struct Search {
   void park(const std::vector<LevelChoice>& chosen, Local& local, std::atomic<int64_t>& budget,
             std::atomic<bool>& over) const {
     Support key;
-    ChoiceFactors f;
-    f.fill(1);
     for (int l = 0; l < L; ++l) {
       uint32_t t = 0, x = 0, y = 0;
+      const LevelChoice& ch = chosen[l];
       for (int r = 0; r < R; ++r) {
-        const LevelChoice& ch = chosen[l];
-        if (ch.t[r] > 1) t |= 1u << r, f[slot(l, LoopKind::Temporal, r)] = static_cast<int32_t>(ch.t[r]);
-        if (ch.x[r] > 1) x |= 1u << r, f[slot(l, LoopKind::SpatialX, r)] = static_cast<int32_t>(ch.x[r]);
-        if (ch.y[r] > 1) y |= 1u << r, f[slot(l, LoopKind::SpatialY, r)] = static_cast<int32_t>(ch.y[r]);
+        t |= uint32_t(ch.t[r] > 1) << r;
+        x |= uint32_t(ch.x[r] > 1) << r;
+        y |= uint32_t(ch.y[r] > 1) << r;
       }
-      key.w[l] = t | x << 8 | y << 16 | uint32_t(chosen[l].keep) << 24;
+      key.w[l] = t | x << 8 | y << 16 | uint32_t(ch.keep) << 24;
     }
     auto it = local.bucket_of.find(key);
     if (it == local.bucket_of.end()) {
@@ -316,7 +316,14 @@ struct Search {
       local.bucket_support.push_back(key);
     }
     Bucket& b = local.buckets[it->second];
-    b.lanes[b.count++] = f;
+    // Only the slots of levels < L and ranks < R are ever read back.
+    ChoiceFactors& f = b.lanes[b.count++];
+    for (int l = 0; l < L; ++l)
+      for (int r = 0; r < R; ++r) {
+        f[slot(l, LoopKind::Temporal, r)] = static_cast<int32_t>(chosen[l].t[r]);
+        f[slot(l, LoopKind::SpatialX, r)] = static_cast<int32_t>(chosen[l].x[r]);
+        f[slot(l, LoopKind::SpatialY, r)] = static_cast<int32_t>(chosen[l].y[r]);
+      }
     if (b.count == kLanes) {
       flush(key, b, local, budget, over);
       b.count = 0;
