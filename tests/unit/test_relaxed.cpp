@@ -368,8 +368,11 @@ TEST_CASE("relaxed: P_mem sums a fusion group at the scratchpad; P_align compare
 }
 
 TEST_CASE("relaxed: rank agreement with the exact model on random valid single-layer mappings") {
-  // Floors from the measured figures (docs/validation.md) with margin for the sample: 200 mappings
-  // per layer, fixed seed.
+  // 200 mappings per layer, fixed seed; the figures are deterministic. Over seeds 1-6 the same
+  // layers measure latency tau >= 0.9988, energy tau 0.967-0.992, energy rho >= 0.9947, access
+  // accuracy >= 0.985 (docs/validation.md); the floors sit below the worst seed by about the
+  // seed-to-seed spread, so a change of sampler or standard library does not trip them while a
+  // real regression does (the literal Eq. 6, ReuseModel::Ideal, gives energy tau ~0.38).
   struct Case {
     const char* net;
     const char* layer;
@@ -378,12 +381,14 @@ TEST_CASE("relaxed: rank agreement with the exact model on random valid single-l
   const Case cases[] = {{"resnet18", "layer1.0.conv1", "fadiff_large"}, {"vgg16", "conv5", "gemmini_default"}};
   for (const Case& c : cases) {
     const RelaxedAgreement a = compare_relaxed_exact(layer(c.net, c.layer), core(c.arch), 200, 1);
-    INFO(c.net << "/" << c.layer << " on " << c.arch << ": latency tau " << a.latency_tau << " energy tau "
-               << a.energy_tau << " access accuracy " << a.access_accuracy);
+    const std::string what = std::string(c.net) + "/" + c.layer + " on " + c.arch;
+    MESSAGE(what << ": latency tau " << a.latency_tau << " rho " << a.latency_rho << ", energy tau " << a.energy_tau
+                 << " rho " << a.energy_rho << ", access accuracy " << a.access_accuracy);
     CHECK(a.samples == 200);
-    CHECK(a.latency_tau >= 0.95);
-    CHECK(a.energy_tau >= 0.90);
-    CHECK(a.energy_rho >= 0.97);
-    CHECK(a.access_accuracy >= 0.95);
+    CHECK(a.latency_tau >= 0.99);   // measured 1.0000 / 0.9988
+    CHECK(a.latency_rho >= 0.999);  // 1.0000 / 0.9999
+    CHECK(a.energy_tau >= 0.95);    // 0.9800 / 0.9898
+    CHECK(a.energy_rho >= 0.99);    // 0.9984 / 0.9994
+    CHECK(a.access_accuracy >= 0.98);  // 0.9896 / 0.9951
   }
 }
