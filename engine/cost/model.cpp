@@ -282,7 +282,7 @@ NestStructure analyze(const EvalPlan& p, const FlatMapping& m) {
       }
   if (s.structural == Invalid::None)
     for (int t = 0; t < T; ++t)
-      if (!(m.keep[L - 1] >> t & 1)) {
+      if (!(m.keep[L - 1] >> t & 1) && !(m.onchip_backing >> t & 1)) {
         s.structural = Invalid::BackingMissing;
         s.structural_level = static_cast<int8_t>(L - 1);
       }
@@ -307,15 +307,20 @@ NestStructure analyze(const EvalPlan& p, const FlatMapping& m) {
           crowded |= static_cast<uint8_t>(1u << s.level[i]);
       }
     }
+    // The backing store: the outermost level keeping the tensor (the outermost level itself unless
+    // the tensor is backed on chip).
+    int top = -1;
+    for (int l = 0; l < L; ++l)
+      if (m.keep[l] >> t & 1) top = l;
     int child = -1;
     for (int l = 0; l < L; ++l) {
       if (!(m.keep[l] >> t & 1)) continue;
       const int child_begin = child < 0 ? n : s.boundary[child];
       const uint8_t levels_between = static_cast<uint8_t>(((1u << (l + 1)) - 1) & ~((1u << (child + 1)) - 1));
       NestStructure::Pair pr{static_cast<int8_t>(t), static_cast<int8_t>(l), static_cast<int8_t>(child),
-                             pt.role == TensorRole::Output, l == L - 1, (crowded & levels_between) == 0,
+                             pt.role == TensorRole::Output, l == top, (crowded & levels_between) == 0,
                              relevant & range(s.boundary[l], child_begin), relevant & range(0, s.boundary[l])};
-      if (l < L - 1) s.refilled |= static_cast<uint8_t>(1u << t);
+      if (l < top) s.refilled |= static_cast<uint8_t>(1u << t);
       s.pairs[s.n_pairs++] = pr;
       child = l;
     }

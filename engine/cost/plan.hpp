@@ -85,6 +85,10 @@ struct FlatMapping {
   int8_t n_levels = 0;
   std::array<FlatLoop, kMaxLoops> loops{};
   std::array<TensorMask, kMaxLevels> keep{};
+  // Bit t: tensor t is backed on chip (fused, engine/cost/fused.hpp): its outermost kept level is
+  // its backing store (no fills from above, outputs not drained) and the outermost level need not
+  // keep it. 0 for every single-Einsum mapping.
+  TensorMask onchip_backing = 0;
 };
 
 // Throws InputError if the mapping has more loops than kMaxLoops.

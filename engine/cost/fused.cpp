@@ -1,0 +1,221 @@
+#include "engine/cost/fused.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "engine/common/error.hpp"
+
+namespace mapfuse {
+namespace {
+
+[[noreturn]] void reject(size_t g, const std::string& what) {
+  throw InputError({}, fmt::format("looptree.groups[{}]", g), what);
+}
+
+}  // namespace
+
+int plain_dim(const Einsum& e, int ti, int r) {
+  int found = -1;
+  const auto& dims = e.tensors[ti].dims;
+  for (size_t d = 0; d < dims.size(); ++d)
+    for (const ProjectionTerm& term : dims[d]) {
+      if (term.rank != r) continue;
+      if (found >= 0 || dims[d].size() != 1 || term.coeff != 1) return -1;
+      found = static_cast<int>(d);
+    }
+  return found;
+}
+
+Einsum tile_einsum(const Einsum& e, const std::array<int64_t, kMaxRanks>& shared) {
+  Einsum r = e;
+  for (size_t i = 0; i < r.ranks.size(); ++i) r.ranks[i].size /= shared[i] > 0 ? shared[i] : 1;
+  return r;
+}
+
+FlatMapping flatten_fused(const Mapping& m, const FusedContext& ctx, int n_levels) {
+  FlatMapping f = flatten(m);
+  if (ctx.backing_level >= 0 && ctx.onchip) {
+    f.keep[n_levels - 1] = static_cast<TensorMask>(f.keep[n_levels - 1] & ~ctx.onchip);
+    f.onchip_backing = ctx.onchip;
+  }
+  return f;
+}
+
+void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, const int64_t* f,
+                           const FusedContext& ctx, FusedEinsumCost& out, CostResult& scratch) {
+  out.tile = evaluate(tile_plan, s, f, &scratch);
+  // Capacity is decided on the reservations of the whole group, not on one Einsum alone.
+  if (out.tile.invalid == Invalid::CapacityExceeded) out.tile.invalid = Invalid::None;
+  out.iterations = ctx.iterations;
+  out.exchanged_tile.fill(0);
+  out.own.fill(0);
+  if (!out.tile.valid()) {
+    out.energy_pj = out.cycles = 0;
+    return;
+  }
+  const double it = static_cast<double>(ctx.iterations);
+  out.energy_pj = out.tile.energy_pj * it;
+  out.cycles = out.tile.cycles * it;
+  for (int l = 0; l < tile_plan.n_levels; ++l) out.own[l] = scratch.level_occupancy[l];
+  if (ctx.backing_level >= 0)
+    for (int t = 0; t < tile_plan.n_tensors; ++t)
+      if (ctx.onchip >> t & 1) {
+        const int64_t tile = scratch.access[ctx.backing_level][t].tile;
+        out.exchanged_tile[t] = tile;
+        out.own[ctx.backing_level] -= tile;
+      }
+}
+
+FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
+  if (auto err = check_looptree(t, w, c)) throw InputError({}, "looptree", *err);
+  const int E = static_cast<int>(w.einsums.size());
+  const int L = static_cast<int>(c.levels.size());
+  FusedCost out;
+  out.einsums.resize(E);
+  out.contexts.resize(E);
+  out.tiles.resize(E);
+  out.valid = true;
+  auto note_invalid = [&](Invalid why, int level, int einsum) {
+    if (!out.valid) return;
+    out.valid = false;
+    out.invalid = why;
+    out.invalid_level = level;
+    out.invalid_einsum = einsum;
+  };
+  for (size_t g = 0; g < t.groups.size(); ++g) {
+    const FusionGroup& fg = t.groups[g];
+    const int n = static_cast<int>(fg.einsums.size());
+    // Exchanged tensors (backed inside the group) and the group's backing level.
+    int b = -1;
+    for (const TensorBacking& tb : fg.backing) {
+      if (b >= 0 && tb.level != b)
+        reject(g, fmt::format("exchanged tensors are backed at {} and {}: one backing level per group "
+                              "(nested fusion is not modelled yet)", c.levels[b].name, c.levels[tb.level].name));
+      b = tb.level;
+    }
+    if (n == 1 && !fg.shared_loops.empty())
+      reject(g, "a group of one Einsum exchanges nothing and cannot have shared loops");
+    if (b == L - 1)
+      reject(g, "an exchanged tensor backed at the outermost level: put the Einsums in separate groups");
+    for (const SharedLoop& sl : fg.shared_loops)
+      if (sl.level != b)
+        reject(g, fmt::format("shared loops must sit directly above the backing level {} (found one at level {})",
+                              c.levels[b].name, sl.level));
+    struct Exchanged {
+      int tensor;           // workload tensor index
+      int first = -1, last = -1;  // positions of the producer and the last consumer in the group
+      int64_t tile = -1;
+    };
+    std::vector<Exchanged> exchanged;
+    for (const TensorBacking& tb : fg.backing) {
+      const int wt = w.tensor_index(tb.tensor);
+      const TensorInfo& ti = w.tensors[wt];
+      Exchanged x{wt};
+      for (int i = 0; i < n; ++i) {
+        if (fg.einsums[i] == ti.producer) x.first = i;
+        if (std::find(ti.consumers.begin(), ti.consumers.end(), fg.einsums[i]) != ti.consumers.end()) x.last = i;
+      }
+      for (int consumer : ti.consumers)
+        if (std::find(fg.einsums.begin(), fg.einsums.end(), consumer) == fg.einsums.end())
+          reject(g, fmt::format("tensor '{}' is backed on chip but also consumed by '{}' outside the group", tb.tensor,
+                                w.einsums[consumer].name));
+      exchanged.push_back(x);
+    }
+    // Every branch's usage: its own reservations plus the exchanged tiles live during it.
+    std::vector<std::array<int64_t, kMaxLevels>> own(n);
+    for (int i = 0; i < n; ++i) {
+      const int ei = fg.einsums[i];
+      const Einsum& e = w.einsums[ei];
+      FusedContext ctx;
+      std::array<int64_t, kMaxRanks> shared;
+      shared.fill(1);
+      if (b >= 0) {
+        ctx.backing_level = b;
+        for (const Exchanged& x : exchanged) {
+          const int ti = e.tensor_index(w.tensors[x.tensor].name);
+          if (ti >= 0) ctx.onchip |= static_cast<TensorMask>(1u << ti);
+        }
+        const int out_t = e.output_index();
+        for (size_t k = 0; k < fg.shared_loops.size(); ++k) {
+          const SharedLoop& sl = fg.shared_loops[k];
+          const int r = sl.rank[i];
+          if (r < 0) reject(g, fmt::format("shared loop {} does not iterate '{}': every Einsum of a group iterates every shared loop", k, e.name));
+          if (plain_dim(e, out_t, r) < 0)
+            reject(g, fmt::format("shared loop {} runs over rank {} of '{}', which does not index its output plainly "
+                                  "(partial sums would cross iterations)", k, e.ranks[r].name, e.name));
+          for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
+            if ((ctx.onchip >> ti & 1) && plain_dim(e, ti, r) < 0)
+              reject(g, fmt::format("shared loop {} runs over rank {} of '{}', which does not index exchanged tensor '{}' plainly",
+                                    k, e.ranks[r].name, e.name, e.tensors[ti].name));
+          shared[r] *= sl.factor;
+          ctx.iterations *= sl.factor;
+        }
+        // Each shared loop steps the same dimension of an exchanged tensor in all its Einsums.
+        for (const Exchanged& x : exchanged) {
+          const int ti = e.tensor_index(w.tensors[x.tensor].name);
+          if (ti < 0 || x.first < 0) continue;
+          const Einsum& prod = w.einsums[fg.einsums[x.first]];
+          const int pti = prod.tensor_index(w.tensors[x.tensor].name);
+          for (const SharedLoop& sl : fg.shared_loops)
+            if (plain_dim(e, ti, sl.rank[i]) != plain_dim(prod, pti, sl.rank[x.first]))
+              reject(g, fmt::format("a shared loop steps different dimensions of '{}' in '{}' and '{}'",
+                                    w.tensors[x.tensor].name, prod.name, e.name));
+        }
+        const Mapping& m = fg.mappings[i];
+        for (int l = b + 1; l < L; ++l)
+          for (const Loop& lp : m.levels[l].loops)
+            if (lp.factor > 1)
+              reject(g, fmt::format("'{}' has its own loop at {} above the backing level {}", e.name,
+                                    c.levels[l].name, c.levels[b].name));
+        for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti) {
+          if (!(ctx.onchip >> ti & 1)) continue;
+          if (!(m.levels[b].keep >> ti & 1))
+            reject(g, fmt::format("'{}' must keep exchanged tensor '{}' at its backing level {}", e.name,
+                                  e.tensors[ti].name, c.levels[b].name));
+          for (int l = b + 1; l < L - 1; ++l)
+            if (m.levels[l].keep >> ti & 1)
+              reject(g, fmt::format("'{}' keeps exchanged tensor '{}' at {}, above its backing level", e.name,
+                                    e.tensors[ti].name, c.levels[l].name));
+        }
+      }
+      const Einsum tile = tile_einsum(e, shared);
+      const EvalPlan plan = compile_plan(tile, c);
+      const FlatMapping fm = flatten_fused(fg.mappings[i], ctx, L);
+      const NestStructure s = analyze(plan, fm);
+      int64_t factors[kMaxLoops];
+      for (int k = 0; k < fm.n_loops; ++k) factors[k] = fm.loops[k].factor;
+      FusedEinsumCost& fc = out.einsums[ei];
+      CostResult& scratch = out.tiles[ei];
+      evaluate_fused_einsum(plan, s, factors, ctx, fc, scratch);
+      out.contexts[ei] = ctx;
+      if (!fc.tile.valid()) note_invalid(fc.tile.invalid, scratch.invalid_level, ei);
+      own[i] = fc.own;
+      for (Exchanged& x : exchanged) {
+        const int ti = e.tensor_index(w.tensors[x.tensor].name);
+        if (ti < 0) continue;
+        if (x.tile >= 0 && x.tile != fc.exchanged_tile[ti])
+          reject(g, fmt::format("tensor '{}' has a tile of {} words in one Einsum and {} in '{}'",
+                                w.tensors[x.tensor].name, x.tile, fc.exchanged_tile[ti], e.name));
+        x.tile = fc.exchanged_tile[ti];
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      std::array<int64_t, kMaxLevels> usage = own[i];
+      for (const Exchanged& x : exchanged)
+        if (x.first <= i && i <= x.last) usage[b] += x.tile;
+      for (int l = 0; l < L; ++l) {
+        out.peak[l] = std::max(out.peak[l], usage[l]);
+        const Level& lv = c.levels[l];
+        if (lv.entries > 0 && usage[l] * lv.multiple_buffering > lv.entries)
+          note_invalid(Invalid::CapacityExceeded, l, fg.einsums[i]);
+      }
+    }
+  }
+  for (int e = 0; e < E; ++e) {
+    out.energy_pj += out.einsums[e].energy_pj;
+    out.cycles += out.einsums[e].cycles;
+  }
+  return out;
+}
+
+}  // namespace mapfuse

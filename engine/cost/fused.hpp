@@ -1,0 +1,92 @@
+#pragma once
+// The exact cost of a fused mapping (LoopTree) of a whole workload on one core, built from the
+// single-Einsum model (model.hpp). The semantics are FFM's (docs/ffm.md):
+//  - A fusion group of two or more Einsums has one on-chip backing level b for every tensor it
+//    exchanges, and shared loops directly above b (SharedLoop::level == b) that every Einsum of
+//    the group iterates. Each shared loop runs over a rank that indexes, in every Einsum of the
+//    group, one plain dimension of each exchanged tensor it touches and of its own output, so
+//    every iteration produces final values (no partial sums cross iterations).
+//  - Below the shared loops each Einsum runs its own mapping on one tile (its ranks divided by
+//    the shared factors). Its storage nodes are in its branch: a tile's data is fetched once per
+//    iteration. So the Einsum's cost is the single-Einsum model of one tile times the number of
+//    iterations, with the exchanged tensors backed at b: never read from or written to DRAM.
+//  - Reservations: an exchanged tensor's tile at b is live from its producer's branch to its
+//    last consumer's; everything else an Einsum keeps is live during its own branch. Usage of a
+//    level is the sum of what is live during a branch, and the maximum over branches (and over
+//    the groups, which run one after another) must fit the level's capacity.
+//  - Energy is the sum over Einsums; latency is the sum over Einsums too (groups run in sequence,
+//    and inside a group the branches of one iteration run one after another).
+// An Einsum alone in its group is evaluated exactly as by the single-Einsum model.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/cost/model.hpp"
+#include "engine/mapping/looptree.hpp"
+
+namespace mapfuse {
+
+// How one Einsum sits in its fusion group.
+struct FusedContext {
+  int backing_level = -1;  // b; -1 = unfused (alone in its group, no shared loops)
+  TensorMask onchip = 0;   // the Einsum's tensors backed at b (exchanged inside the group)
+  int64_t iterations = 1;  // product of the shared loop factors
+};
+
+// One Einsum's share of a fused mapping.
+struct FusedEinsumCost {
+  CompactCost tile;          // one iteration of the shared loops (model verdict ignoring capacity)
+  double energy_pj = 0;      // tile.energy_pj * iterations
+  double cycles = 0;         // tile.cycles * iterations
+  int64_t iterations = 1;
+  // Words per instance the Einsum's branch reserves at each level, without the exchanged tiles
+  // at b (those are the group's, see exchanged_tile).
+  std::array<int64_t, kMaxLevels> own{};
+  // Words of each of the Einsum's tensors backed at b (0 for the others).
+  std::array<int64_t, kMaxTensors> exchanged_tile{};
+};
+
+// The single-Einsum model of one tile under a context, the common step of the fused evaluation
+// and of FFM's pmapping generation. `tile_plan` is compiled for the Einsum with its ranks divided
+// by the shared factors; `s` and `f` describe the tile's own mapping with the onchip tensors
+// kept at b, bypassing every level above, and flagged in FlatMapping::onchip_backing.
+// Allocation-free.
+void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, const int64_t* f,
+                           const FusedContext& ctx, FusedEinsumCost& out, CostResult& scratch);
+
+struct FusedCost {
+  bool valid = false;             // structurally valid and within every capacity
+  Invalid invalid = Invalid::None;
+  int invalid_level = -1;
+  int invalid_einsum = -1;
+  double energy_pj = 0;           // sum over Einsums in workload order
+  double cycles = 0;              // sum over Einsums in workload order
+  std::vector<FusedEinsumCost> einsums;          // by workload Einsum index
+  std::vector<FusedContext> contexts;            // by workload Einsum index
+  std::vector<CostResult> tiles;                 // per Einsum: the model's breakdown of one tile
+  std::array<int64_t, kMaxLevels> peak{};        // max usage per instance over all branches
+  double edp() const { return energy_pj * cycles; }
+};
+
+// Evaluates a LoopTree end to end. Throws InputError when the tree is structurally invalid
+// (check_looptree) or outside the fused mapspace modelled here (the message says which rule:
+// several backing levels in one group, shared loops not directly above the backing level, a
+// shared loop over a rank that does not index an exchanged tensor or the Einsum's output, own
+// loops above the backing level, an exchanged tensor kept between b and DRAM, tiles of one
+// exchanged tensor that differ between its producer and a consumer). Capacity overflow is not
+// an error: the result is returned with valid = false and the level named.
+FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c);
+
+// The dimension of tensor `tensor` (index in e.tensors) that rank `rank` alone indexes with
+// coefficient 1 (no other dimension mentions the rank), or -1: the ranks a shared loop may use.
+int plain_dim(const Einsum& e, int tensor, int rank);
+
+// The Einsum with each rank divided by its shared factor (shared[r], 1 = not shared).
+Einsum tile_einsum(const Einsum& e, const std::array<int64_t, kMaxRanks>& shared);
+
+// The flat form of a tile mapping under a context: the onchip tensors lose their DRAM keep bit
+// and are flagged as backed on chip.
+FlatMapping flatten_fused(const Mapping& m, const FusedContext& ctx, int n_levels);
+
+}  // namespace mapfuse

@@ -1,0 +1,277 @@
+#include "engine/search/ffm/ffm.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <unordered_map>
+
+#include "engine/common/error.hpp"
+#include "engine/search/ffm/pareto.hpp"
+
+namespace mapfuse::ffm {
+namespace {
+
+// The open tensors of a partial mapping (produced, with a consumer not joined yet) and their
+// compatibility, by tensor index: the key partial mappings are grouped by.
+using Key = std::vector<TensorCompat>;
+
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+    for (const TensorCompat& tc : k) {
+      mix(static_cast<uint64_t>(tc.tensor));
+      mix(static_cast<uint64_t>(tc.level));
+      for (int64_t f : tc.factor) mix(static_cast<uint64_t>(f));
+      mix(static_cast<uint64_t>(tc.tile));
+    }
+    return static_cast<size_t>(h);
+  }
+};
+
+struct Partial {
+  double energy_pj = 0, cycles = 0;
+  // Consolidated reservations: the maximum usage of every finished branch, per level.
+  std::array<int64_t, kMaxLevels> closed{};
+  int32_t parent_group = -1, parent_item = -1;
+  int32_t context = -1, pmapping = -1;
+};
+
+struct Group {
+  Key key;
+  std::vector<Partial> items;
+};
+
+bool has_later_consumer(const TensorInfo& ti, int step) {
+  for (int c : ti.consumers)
+    if (c > step) return true;
+  return false;
+}
+
+}  // namespace
+
+const FfmSolution* FfmResult::best(Objective o) const {
+  const FfmSolution* best = nullptr;
+  double bv = 0;
+  for (const FfmSolution& s : pareto) {
+    const double v = o == Objective::Energy ? s.energy_pj : o == Objective::Cycles ? s.cycles : s.edp();
+    if (!best || v < bv) best = &s, bv = v;
+  }
+  return best;
+}
+
+LoopTree build_looptree(const Workload& w, const Core& c, const std::vector<EinsumPmappings>& pm,
+                        const std::vector<Choice>& choices) {
+  (void)c;
+  const int E = static_cast<int>(w.einsums.size());
+  LoopTree t;
+  int open_group = -1;  // the group the next Einsum joins when it consumes an on-chip tensor
+  for (int i = 0; i < E; ++i) {
+    const Einsum& e = w.einsums[i];
+    const PmappingContext& ctx = pm[i].contexts[choices[i].context];
+    const Pmapping& p = pm[i].pmappings[choices[i].context][choices[i].pmapping];
+    // The fused tensor this Einsum consumes from an earlier member of its group, if any.
+    const TensorCompat* joined_by = nullptr;
+    for (const TensorCompat& tc : ctx.compat)
+      if (tc.fused() && w.tensors[tc.tensor].producer != i) joined_by = &tc;
+    if (!joined_by) {
+      FusionGroup g;
+      g.einsums = {i};
+      g.mappings = {p.mapping};
+      if (ctx.fused.backing_level >= 0)
+        for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+          if (ctx.shared[r] > 1) {
+            SharedLoop sl;
+            sl.rank = {r};
+            sl.factor = ctx.shared[r];
+            sl.level = ctx.fused.backing_level;
+            g.shared_loops.push_back(sl);
+          }
+      t.groups.push_back(std::move(g));
+      open_group = static_cast<int>(t.groups.size()) - 1;
+    } else {
+      FusionGroup& g = t.groups.at(open_group);
+      // This Einsum's rank of every shared loop: the rank that steps the same dimension of the
+      // consumed on-chip tensor as the producer's rank does.
+      const TensorInfo& ti = w.tensors[joined_by->tensor];
+      const auto pos = std::find(g.einsums.begin(), g.einsums.end(), ti.producer);
+      if (pos == g.einsums.end()) throw std::logic_error("ffm: on-chip tensor consumed outside its group");
+      const size_t pi = static_cast<size_t>(pos - g.einsums.begin());
+      const Einsum& prod = w.einsums[ti.producer];
+      const int pt = prod.tensor_index(ti.name), ct = e.tensor_index(ti.name);
+      for (SharedLoop& sl : g.shared_loops) {
+        const int d = plain_dim(prod, pt, sl.rank[pi]);
+        int mine = -1;
+        for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+          if (ctx.shared[r] > 1 && plain_dim(e, ct, r) == d) mine = r;
+        if (mine < 0 || ctx.shared[mine] != sl.factor) throw std::logic_error("ffm: shared loops do not match");
+        sl.rank.push_back(mine);
+      }
+      g.einsums.push_back(i);
+      g.mappings.push_back(p.mapping);
+    }
+    for (const TensorCompat& tc : ctx.compat)
+      if (tc.fused() && w.tensors[tc.tensor].producer == i)
+        t.groups[open_group].backing.push_back({w.tensors[tc.tensor].name, tc.level});
+  }
+  return t;
+}
+
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm) {
+  const int E = static_cast<int>(w.einsums.size());
+  if (static_cast<int>(pm.size()) != E) throw InputError({}, "ffm", "one set of pmappings per Einsum expected");
+  const std::vector<int> tracked = tracked_levels(c);
+  FfmResult out;
+  // Lookahead tables: for every Einsum, the compatibilities it can offer for each tensor.
+  std::vector<std::unordered_map<int, std::vector<TensorCompat>>> offers(E);
+  for (int i = 0; i < E; ++i)
+    for (size_t k = 0; k < pm[i].contexts.size(); ++k) {
+      if (pm[i].pmappings[k].empty()) continue;
+      for (const TensorCompat& tc : pm[i].contexts[k].compat) {
+        auto& v = offers[i][tc.tensor];
+        if (std::find(v.begin(), v.end(), tc) == v.end()) v.push_back(tc);
+      }
+    }
+  auto can_continue = [&](const Key& key, int step) {
+    bool fused_open = false, next_consumes_fused = false;
+    for (const TensorCompat& tc : key) {
+      for (int consumer : w.tensors[tc.tensor].consumers) {
+        if (consumer <= step) continue;
+        const auto it = offers[consumer].find(tc.tensor);
+        if (it == offers[consumer].end() || std::find(it->second.begin(), it->second.end(), tc) == it->second.end())
+          return false;
+        if (tc.fused() && consumer == step + 1) next_consumes_fused = true;
+      }
+      fused_open |= tc.fused();
+    }
+    // A fusion group is a run of consecutive Einsums: the next one must join it.
+    return !fused_open || next_consumes_fused;
+  };
+
+  std::vector<std::vector<Group>> history;
+  history.push_back({Group{{}, {Partial{}}}});
+  for (int i = 0; i < E; ++i) {
+    const std::vector<Group>& in = history.back();
+    const EinsumPmappings& P = pm[i];
+    JoinStep st;
+    st.einsum = i;
+    for (const Group& g : in) st.partials_in += static_cast<int64_t>(g.items.size());
+    for (const auto& list : P.pmappings) st.pmappings += static_cast<int64_t>(list.size());
+    std::vector<Group> next;
+    std::unordered_map<Key, size_t, KeyHash> index;
+    for (size_t gi = 0; gi < in.size(); ++gi) {
+      const Group& g = in[gi];
+      bool fused_open = false;
+      for (const TensorCompat& tc : g.key) fused_open |= tc.fused();
+      for (size_t k = 0; k < P.contexts.size(); ++k) {
+        const PmappingContext& ctx = P.contexts[k];
+        const std::vector<Pmapping>& list = P.pmappings[k];
+        if (list.empty()) continue;
+        // Compatibility of every tensor this Einsum consumes from the joined ones.
+        bool ok = true, joins_group = false;
+        for (const TensorCompat& tc : ctx.compat) {
+          if (w.tensors[tc.tensor].producer == i) continue;
+          const auto it = std::find_if(g.key.begin(), g.key.end(), [&](const TensorCompat& x) { return x.tensor == tc.tensor; });
+          if (it == g.key.end() || !(*it == tc)) {
+            ok = false;
+            break;
+          }
+          joins_group |= tc.fused();
+        }
+        if (!ok || (fused_open && !joins_group)) continue;
+        // Key after the join, and the exchanged tiles live during this Einsum's branch.
+        Key key;
+        std::array<int64_t, kMaxLevels> live{};
+        for (const TensorCompat& tc : g.key) {
+          if (tc.fused()) live[tc.level] += tc.tile;
+          if (has_later_consumer(w.tensors[tc.tensor], i)) key.push_back(tc);
+        }
+        for (const TensorCompat& tc : ctx.compat)
+          if (w.tensors[tc.tensor].producer == i) {
+            if (tc.fused()) live[tc.level] += tc.tile;
+            key.push_back(tc);
+          }
+        std::sort(key.begin(), key.end(), [](const TensorCompat& a, const TensorCompat& b) { return a.tensor < b.tensor; });
+        auto [pos, inserted] = index.try_emplace(key, next.size());
+        if (inserted) next.push_back(Group{key, {}});
+        std::vector<Partial>& dst = next[pos->second].items;
+        for (size_t pi = 0; pi < g.items.size(); ++pi) {
+          const Partial& p = g.items[pi];
+          for (size_t qi = 0; qi < list.size(); ++qi) {
+            const Pmapping& q = list[qi];
+            ++st.combinations;
+            Partial n;
+            n.closed = p.closed;
+            bool fits = true;
+            for (int l : tracked) {
+              // Sum within the branch, max across branches that can no longer grow.
+              n.closed[l] = std::max(p.closed[l], q.own[l] + live[l]);
+              if (n.closed[l] * c.levels[l].multiple_buffering > c.levels[l].entries) fits = false;
+            }
+            if (!fits) continue;
+            n.energy_pj = p.energy_pj + q.energy_pj;
+            n.cycles = p.cycles + q.cycles;
+            n.parent_group = static_cast<int32_t>(gi);
+            n.parent_item = static_cast<int32_t>(pi);
+            n.context = static_cast<int32_t>(k);
+            n.pmapping = static_cast<int32_t>(qi);
+            dst.push_back(n);
+            ++st.joined;
+          }
+        }
+      }
+    }
+    // Prune inside each group; drop groups no later Einsum can match.
+    std::vector<Group> kept;
+    for (Group& g : next) {
+      if (g.items.empty() || !can_continue(g.key, i)) continue;
+      const bool last = i == E - 1;
+      const size_t K = last ? 2 : 2 + tracked.size();
+      const std::vector<size_t> front = pareto_front(g.items.size(), K, [&](size_t a, size_t k) {
+        const Partial& p = g.items[a];
+        return k == 0 ? p.energy_pj : k == 1 ? p.cycles : static_cast<double>(p.closed[tracked[k - 2]]);
+      });
+      Group h{std::move(g.key), {}};
+      h.items.reserve(front.size());
+      for (size_t a : front) h.items.push_back(g.items[a]);
+      st.kept += static_cast<int64_t>(h.items.size());
+      kept.push_back(std::move(h));
+    }
+    st.groups = static_cast<int64_t>(kept.size());
+    out.steps.push_back(st);
+    history.push_back(std::move(kept));
+  }
+  // Complete mappings: every open tensor is closed, so there is at most one group (empty key).
+  const std::vector<Group>& done = history.back();
+  if (!done.empty()) {
+    if (done.size() != 1 || !done[0].key.empty()) throw std::logic_error("ffm: open tensors after the last Einsum");
+    const std::vector<Partial>& items = done[0].items;
+    const std::vector<size_t> front = pareto_front(items.size(), 2, [&](size_t a, size_t k) {
+      return k == 0 ? items[a].energy_pj : items[a].cycles;
+    });
+    for (size_t a : front) {
+      FfmSolution s;
+      s.energy_pj = items[a].energy_pj;
+      s.cycles = items[a].cycles;
+      s.choices.resize(E);
+      int32_t gi = 0, pi = static_cast<int32_t>(a);
+      for (int i = E - 1; i >= 0; --i) {
+        const Partial& p = history[i + 1][gi].items[pi];
+        s.choices[i] = {p.context, p.pmapping};
+        gi = p.parent_group;
+        pi = p.parent_item;
+      }
+      s.tree = build_looptree(w, c, pm, s.choices);
+      out.pareto.push_back(std::move(s));
+    }
+  }
+  out.pmappings = std::move(pm);
+  return out;
+}
+
+FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
+  std::vector<EinsumPmappings> pm;
+  for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) pm.push_back(generate_pmappings(w, i, c, o.pmappings));
+  return ffm_join(w, c, std::move(pm));
+}
+
+}  // namespace mapfuse::ffm

@@ -1,0 +1,66 @@
+#pragma once
+// The Fast and Fusiest Mapper (FFM; Andrulis, Gilbert, Sze, Emer): optimal fused mappings of a
+// workload on one core (docs/ffm.md). Step 1 generates each Einsum's pmappings
+// (pmappings.hpp); step 2 joins them Einsum by Einsum in workload (topological) order: partial
+// mappings are grouped by the compatibility of the tensors still open (produced, with a consumer
+// not joined yet), joined only with pmappings whose compatibility matches, their reservations
+// consolidated after every join (the finished branches' usage is max-ed into one value per level,
+// FFM section 5.2), Pareto-pruned inside each group on energy, latency and reservations, and
+// dropped when no later Einsum can match an open tensor. The result is the exact
+// energy-latency Pareto front of the fused mapspace; the optimum of any objective monotone in
+// energy and latency (energy, latency, EDP) is on it.
+#include <cstdint>
+#include <vector>
+
+#include "engine/mapping/looptree.hpp"
+#include "engine/search/ffm/pmappings.hpp"
+#include "engine/search/random_search.hpp"
+
+namespace mapfuse::ffm {
+
+struct FfmOptions {
+  PmappingOptions pmappings;
+};
+
+struct Choice {
+  int context = -1;   // index into EinsumPmappings::contexts
+  int pmapping = -1;  // index into EinsumPmappings::pmappings[context]
+};
+
+struct FfmSolution {
+  double energy_pj = 0;        // sum of the joined pmappings' energies, in workload order
+  double cycles = 0;           // sum of their latencies
+  std::vector<Choice> choices;  // per Einsum
+  LoopTree tree;
+  double edp() const { return energy_pj * cycles; }
+};
+
+struct JoinStep {
+  int einsum = -1;
+  int64_t partials_in = 0;   // partial mappings before the join
+  int64_t pmappings = 0;     // pmappings of the Einsum
+  int64_t combinations = 0;  // compatible pairs tried
+  int64_t joined = 0;        // within capacity
+  int64_t kept = 0;          // after Pareto pruning and lookahead
+  int64_t groups = 0;        // compatibility groups kept
+};
+
+struct FfmResult {
+  std::vector<FfmSolution> pareto;          // energy-latency front, by increasing energy
+  std::vector<EinsumPmappings> pmappings;   // per Einsum
+  std::vector<JoinStep> steps;
+  // The solution minimising the objective (the first on the front among equals); nullptr when
+  // no fused mapping fits.
+  const FfmSolution* best(Objective o) const;
+};
+
+FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
+
+// Step 2 alone, on given pmappings (one EinsumPmappings per Einsum, in workload order).
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pmappings);
+
+// The LoopTree of one pmapping per Einsum (compatible choices, as the join returns them).
+LoopTree build_looptree(const Workload& w, const Core& c, const std::vector<EinsumPmappings>& pm,
+                        const std::vector<Choice>& choices);
+
+}  // namespace mapfuse::ffm

@@ -1,0 +1,303 @@
+#include "engine/search/ffm/pmappings.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine/common/error.hpp"
+#include "engine/search/ffm/pareto.hpp"
+#include "engine/search/mapspace.hpp"
+
+namespace mapfuse::ffm {
+
+const TensorCompat* PmappingContext::find(int tensor) const {
+  for (const TensorCompat& tc : compat)
+    if (tc.tensor == tensor) return &tc;
+  return nullptr;
+}
+
+std::vector<int> tracked_levels(const Core& c) {
+  std::vector<int> out;
+  for (size_t l = 0; l < c.levels.size(); ++l)
+    if (c.levels[l].entries > 0) out.push_back(static_cast<int>(l));
+  return out;
+}
+
+std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core& c, const PmappingOptions& o) {
+  const Einsum& e = w.einsums[ei];
+  const int L = static_cast<int>(c.levels.size());
+  const int out_t = e.output_index();
+  // Intermediate tensors: (index in e.tensors, workload tensor index), by workload index.
+  std::vector<std::pair<int, int>> inter;
+  for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti) {
+    const int wt = w.tensor_index(e.tensors[ti].name);
+    const TensorInfo& info = w.tensors[wt];
+    if (ti == out_t ? !info.consumers.empty() : info.producer >= 0) inter.push_back({ti, wt});
+  }
+  std::sort(inter.begin(), inter.end(), [](auto a, auto b) { return a.second < b.second; });
+
+  std::vector<PmappingContext> out;
+  {
+    PmappingContext u;
+    u.shared.fill(1);
+    u.top_level = L - 1;
+    for (auto [ti, wt] : inter) {
+      TensorCompat tc;
+      tc.tensor = wt;
+      tc.level = L - 1;
+      tc.factor.fill(1);
+      u.compat.push_back(tc);
+    }
+    out.push_back(u);
+  }
+  if (!o.allow_fusion || inter.empty()) return out;
+  const int n_inter = static_cast<int>(inter.size());
+  for (int subset = 1; subset < (1 << n_inter); ++subset) {
+    TensorMask onchip = 0;
+    for (int k = 0; k < n_inter; ++k)
+      if (subset >> k & 1) onchip |= static_cast<TensorMask>(1u << inter[k].first);
+    // Ranks that may carry a shared loop: each indexes one plain dimension of the output and of
+    // every on-chip tensor.
+    std::vector<int> eligible;
+    for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r) {
+      bool ok = plain_dim(e, out_t, r) >= 0;
+      for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
+        if ((onchip >> ti & 1) && plain_dim(e, ti, r) < 0) ok = false;
+      if (ok) eligible.push_back(r);
+    }
+    std::vector<std::vector<int64_t>> choices;
+    for (int r : eligible) choices.push_back(divisors(e.ranks[r].size));
+    for (int b = 0; b < L - 1; ++b) {
+      bool may = true;
+      for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
+        if ((onchip >> ti & 1) && !(c.levels[b].may_keep & role_bit(e.tensors[ti].role))) may = false;
+      if (!may) continue;
+      std::vector<size_t> pick(eligible.size(), 0);
+      while (true) {
+        PmappingContext ctx;
+        ctx.shared.fill(1);
+        ctx.top_level = b;
+        ctx.fused.backing_level = b;
+        ctx.fused.onchip = onchip;
+        for (size_t k = 0; k < eligible.size(); ++k) {
+          ctx.shared[eligible[k]] = choices[k][pick[k]];
+          ctx.fused.iterations *= choices[k][pick[k]];
+        }
+        const Einsum tile = tile_einsum(e, ctx.shared);
+        for (auto [ti, wt] : inter) {
+          TensorCompat tc;
+          tc.tensor = wt;
+          tc.factor.fill(1);
+          if (onchip >> ti & 1) {
+            tc.level = b;
+            for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+              if (ctx.shared[r] > 1) tc.factor[plain_dim(e, ti, r)] *= ctx.shared[r];
+            tc.tile = tile.tensor_volume(ti);
+          } else {
+            tc.level = L - 1;
+          }
+          ctx.compat.push_back(tc);
+        }
+        out.push_back(std::move(ctx));
+        size_t k = 0;
+        while (k < pick.size() && ++pick[k] == choices[k].size()) pick[k++] = 0;
+        if (k == pick.size()) break;
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Depth-first enumeration of tile mappings, innermost level first.
+struct Enumerator {
+  const Einsum& e;
+  const Core& c;
+  const PmappingContext& ctx;
+  const PmappingOptions& o;
+  const std::function<void(const Mapping&)>& emit;
+  int L, R, T, top, b;
+  Mapping m;
+  int64_t cut = 0;
+
+  int64_t volume(int t, const int64_t* ext) const {
+    int64_t v = 1;
+    for (const Projection& p : e.tensors[t].dims) v *= Einsum::dim_extent(p, ext);
+    return v;
+  }
+
+  std::vector<TensorMask> keep_choices(int l) const {
+    const TensorMask all = static_cast<TensorMask>((1u << T) - 1);
+    if (l == L - 1) return {all};
+    if (b >= 0 && l > b) return {0};  // no copies between the backing level and DRAM
+    TensorMask allowed = 0;
+    for (int t = 0; t < T; ++t)
+      if (c.levels[l].may_keep & role_bit(e.tensors[t].role)) allowed |= static_cast<TensorMask>(1u << t);
+    const TensorMask must = (b >= 0 && l == b) ? ctx.fused.onchip : TensorMask{0};
+    std::vector<TensorMask> out;
+    for (unsigned k = 0; k <= allowed; ++k)
+      if ((k & ~allowed) == 0 && (k & must) == must) out.push_back(static_cast<TensorMask>(k));
+    return out;
+  }
+
+  // Spatial factors along one axis: per rank a divisor of rem, product within the fan-out.
+  void spatial(int l, LoopKind axis, int r, int64_t budget, const int64_t* rem, int64_t* f,
+               std::vector<std::array<int64_t, kMaxRanks>>& out) const {
+    if (r == R) {
+      std::array<int64_t, kMaxRanks> a{};
+      std::copy(f, f + kMaxRanks, a.begin());
+      out.push_back(a);
+      return;
+    }
+    f[r] = 1;
+    spatial(l, axis, r + 1, budget, rem, f, out);
+    if (!axis_accepts(c.levels[l].fanout, axis, e, r)) return;
+    for (int64_t d : divisors(rem[r]))
+      if (d > 1 && d <= budget) {
+        f[r] = d;
+        spatial(l, axis, r + 1, budget / d, rem, f, out);
+      }
+    f[r] = 1;
+  }
+
+  void level(int l, const std::array<int64_t, kMaxRanks>& rem, const std::array<int64_t, kMaxRanks>& ext) {
+    if (l > top) {
+      for (int k = top + 1; k < L; ++k) {
+        m.levels[k].loops.clear();
+        m.levels[k].keep = k == L - 1 ? static_cast<TensorMask>((1u << T) - 1) : TensorMask{0};
+      }
+      emit(m);
+      return;
+    }
+    const Fanout& fo = c.levels[l].fanout;
+    std::vector<std::array<int64_t, kMaxRanks>> xs, ys;
+    int64_t tmp[kMaxRanks];
+    std::fill_n(tmp, kMaxRanks, int64_t{1});
+    spatial(l, LoopKind::SpatialX, 0, fo.x, rem.data(), tmp, xs);
+    const std::vector<TensorMask> keeps = keep_choices(l);
+    for (const auto& sx : xs) {
+      std::array<int64_t, kMaxRanks> rem_x{};
+      for (int r = 0; r < R; ++r) rem_x[r] = rem[r] / sx[r];
+      ys.clear();
+      std::fill_n(tmp, kMaxRanks, int64_t{1});
+      spatial(l, LoopKind::SpatialY, 0, fo.y, rem_x.data(), tmp, ys);
+      for (const auto& sy : ys) {
+        std::array<int64_t, kMaxRanks> rem_s{};
+        for (int r = 0; r < R; ++r) rem_s[r] = rem_x[r] / sy[r];
+        // Temporal factors: divisors of what is left; the top level takes the rest.
+        std::vector<std::vector<int64_t>> tch(R);
+        for (int r = 0; r < R; ++r) tch[r] = l == top ? std::vector<int64_t>{rem_s[r]} : divisors(rem_s[r]);
+        std::vector<size_t> pick(R, 0);
+        while (true) {
+          std::array<int64_t, kMaxRanks> tf{}, next_rem{}, next_ext{};
+          for (int r = 0; r < kMaxRanks; ++r) next_ext[r] = 1;
+          for (int r = 0; r < R; ++r) {
+            tf[r] = tch[r][pick[r]];
+            next_rem[r] = rem_s[r] / tf[r];
+            next_ext[r] = ext[r] * tf[r] * sx[r] * sy[r];
+          }
+          for (TensorMask keep : keeps) {
+            const Level& lv = c.levels[l];
+            if (o.prune && lv.entries > 0) {
+              int64_t occ = 0;
+              for (int t = 0; t < T; ++t)
+                if (keep >> t & 1) occ += volume(t, next_ext.data());
+              if (occ * lv.multiple_buffering > lv.entries) {
+                ++cut;
+                continue;
+              }
+            }
+            std::vector<int> order;
+            for (int r = 0; r < R; ++r)
+              if (tf[r] > 1) order.push_back(r);
+            do {
+              LevelMapping& lm = m.levels[l];
+              lm.loops.clear();
+              lm.keep = keep;
+              for (int r : order) lm.loops.push_back({r, tf[r], LoopKind::Temporal});
+              for (int r = 0; r < R; ++r)
+                if (sx[r] > 1) lm.loops.push_back({r, sx[r], LoopKind::SpatialX});
+              for (int r = 0; r < R; ++r)
+                if (sy[r] > 1) lm.loops.push_back({r, sy[r], LoopKind::SpatialY});
+              level(l + 1, next_rem, next_ext);
+            } while (o.explore_orders && std::next_permutation(order.begin(), order.end()));
+          }
+          int r = 0;
+          while (r < R && ++pick[r] == tch[r].size()) pick[r++] = 0;
+          if (r == R) break;
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const PmappingContext& ctx,
+                                const PmappingOptions& o, const std::function<void(const Mapping&)>& emit) {
+  Enumerator en{tile, c, ctx, o, emit};
+  en.L = static_cast<int>(c.levels.size());
+  en.R = static_cast<int>(tile.ranks.size());
+  en.T = static_cast<int>(tile.tensors.size());
+  en.top = ctx.top_level;
+  en.b = ctx.fused.backing_level;
+  en.m.levels.resize(en.L);
+  std::array<int64_t, kMaxRanks> rem{}, ext{};
+  for (int r = 0; r < kMaxRanks; ++r) rem[r] = ext[r] = 1;
+  for (int r = 0; r < en.R; ++r) rem[r] = tile.ranks[r].size;
+  en.level(0, rem, ext);
+  return en.cut;
+}
+
+EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o) {
+  const Einsum& e = w.einsums[ei];
+  const int L = static_cast<int>(c.levels.size());
+  const std::vector<int> tracked = tracked_levels(c);
+  EinsumPmappings out;
+  out.einsum = ei;
+  out.contexts = make_contexts(w, ei, c, o);
+  out.pmappings.resize(out.contexts.size());
+  CostResult scratch;
+  FusedEinsumCost fc;
+  for (size_t k = 0; k < out.contexts.size(); ++k) {
+    const PmappingContext& ctx = out.contexts[k];
+    const Einsum tile = tile_einsum(e, ctx.shared);
+    const EvalPlan plan = compile_plan(tile, c);
+    std::vector<Pmapping>& list = out.pmappings[k];
+    out.capacity_pruned += enumerate_tile_mappings(tile, c, ctx, o, [&](const Mapping& m) {
+      if (o.max_evaluations > 0 && out.evaluated >= o.max_evaluations)
+        throw InputError({}, "ffm", "Einsum '" + e.name + "' has more than " + std::to_string(o.max_evaluations) +
+                                        " pmappings to evaluate; narrow the mapspace or raise the limit");
+      ++out.evaluated;
+      const FlatMapping fm = flatten_fused(m, ctx.fused, L);
+      const NestStructure s = analyze(plan, fm);
+      int64_t f[kMaxLoops];
+      for (int i = 0; i < fm.n_loops; ++i) f[i] = fm.loops[i].factor;
+      evaluate_fused_einsum(plan, s, f, ctx.fused, fc, scratch);
+      if (!fc.tile.valid()) return;
+      if (o.prune) {
+        // The branch holds at least its own tiles and the exchanged tiles it touches.
+        for (int l : tracked) {
+          int64_t usage = fc.own[l];
+          if (l == ctx.fused.backing_level)
+            for (int t = 0; t < static_cast<int>(e.tensors.size()); ++t) usage += fc.exchanged_tile[t];
+          if (usage * c.levels[l].multiple_buffering > c.levels[l].entries) return;
+        }
+      }
+      list.push_back({fc.energy_pj, fc.cycles, fc.own, m});
+    });
+    if (o.prune) {
+      const std::vector<size_t> keep = pareto_front(list.size(), 2 + tracked.size(), [&](size_t i, size_t j) {
+        return j == 0 ? list[i].energy_pj : j == 1 ? list[i].cycles : static_cast<double>(list[i].own[tracked[j - 2]]);
+      });
+      std::vector<Pmapping> kept;
+      kept.reserve(keep.size());
+      for (size_t i : keep) kept.push_back(std::move(list[i]));
+      list = std::move(kept);
+    }
+    out.kept += static_cast<int64_t>(list.size());
+  }
+  return out;
+}
+
+}  // namespace mapfuse::ffm

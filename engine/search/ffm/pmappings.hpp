@@ -1,0 +1,83 @@
+#pragma once
+// FFM, step 1: per-Einsum pmapping generation (docs/ffm.md). A pmapping is one Einsum's mapping
+// in a fused context: which of its intermediate tensors are backed on chip (and at which level
+// b), the shared loops above b (a factor per rank), and the Einsum's own mapping of one tile
+// below them. Pmappings are generated per context (= per compatibility key), evaluated exactly
+// with the fused model (engine/cost/fused.hpp), and Pareto-pruned inside each context on the
+// objectives (energy, latency) and the reservations (words per level of the Einsum's branch).
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/arch/architecture.hpp"
+#include "engine/cost/fused.hpp"
+#include "engine/mapping/mapping.hpp"
+#include "engine/workload/workload.hpp"
+
+namespace mapfuse::ffm {
+
+// The compatibility of one shared (intermediate) tensor: FFM's c_T = (tile shape, backing level,
+// order of the loops above the backing). Loops above the backing are the group's shared loops;
+// their order does not change any cost in this model, so they are kept in a canonical order
+// (tensor dimension order) and c_T reduces to the backing level and a factor per dimension.
+struct TensorCompat {
+  int tensor = -1;     // workload tensor index
+  int level = -1;      // backing level; the outermost level = unfused (through DRAM)
+  std::array<int64_t, kMaxTensorDims> factor{};  // shared loop factor over each dimension (1 = none)
+  int64_t tile = 0;    // words of the tile at the backing level (0 when unfused)
+  bool fused() const { return tile > 0; }
+  bool operator==(const TensorCompat&) const = default;
+};
+
+// One compatibility group of an Einsum's pmappings.
+struct PmappingContext {
+  FusedContext fused;                          // backing level, on-chip tensors, iterations
+  std::array<int64_t, kMaxRanks> shared{};     // shared factor per rank of the Einsum (1 = none)
+  std::vector<TensorCompat> compat;            // every intermediate tensor the Einsum touches, by tensor index
+  int top_level = 0;                           // outermost level the tile mapping may loop at
+  const TensorCompat* find(int tensor) const;
+};
+
+struct Pmapping {
+  double energy_pj = 0;  // whole Einsum (tile x iterations)
+  double cycles = 0;
+  std::array<int64_t, kMaxLevels> own{};  // reservations of the Einsum's branch, words per instance
+  Mapping mapping;                        // the tile mapping (DRAM keeps every tensor formally)
+};
+
+struct PmappingOptions {
+  bool explore_orders = true;  // every temporal loop order per level; false: rank order only
+  bool prune = true;           // capacity pruning while enumerating and Pareto pruning per context
+  bool allow_fusion = true;    // false: only the unfused context
+  int64_t max_evaluations = 0; // InputError beyond this many evaluations per Einsum; 0 = no limit
+};
+
+struct EinsumPmappings {
+  int einsum = -1;
+  std::vector<PmappingContext> contexts;
+  std::vector<std::vector<Pmapping>> pmappings;  // per context
+  int64_t evaluated = 0;        // tile mappings evaluated
+  int64_t capacity_pruned = 0;  // partial tile mappings cut at a full level
+  int64_t kept = 0;             // after Pareto pruning
+};
+
+// Every context of an Einsum: unfused, and for each non-empty set of its intermediate tensors,
+// each on-chip level that may hold them and each choice of shared factors (divisors) over the
+// ranks that may carry a shared loop.
+std::vector<PmappingContext> make_contexts(const Workload& w, int einsum, const Core& c,
+                                           const PmappingOptions& o);
+
+// Every tile mapping of a context (loops only at levels <= top_level; on-chip tensors kept at b
+// and bypassing the levels above it), as Mapping objects passed to `emit`. With o.prune, partial
+// mappings whose kept tiles already exceed a level's capacity are cut. Returns the number cut.
+int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const PmappingContext& ctx,
+                                const PmappingOptions& o, const std::function<void(const Mapping&)>& emit);
+
+// Generation with evaluation and (o.prune) Pareto pruning per context.
+EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c, const PmappingOptions& o);
+
+// Levels whose capacity is bounded (the reservation criteria).
+std::vector<int> tracked_levels(const Core& c);
+
+}  // namespace mapfuse::ffm

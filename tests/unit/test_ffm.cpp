@@ -1,0 +1,271 @@
+// FFM (engine/search/ffm): the joined optimum and energy-latency front equal a brute force over
+// every combination of per-Einsum mappings of the same fused mapspace, and every returned
+// LoopTree re-evaluated end to end costs exactly the sum of its pmappings' criteria.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <functional>
+
+#include "engine/cost/fused.hpp"
+#include "engine/search/ffm/ffm.hpp"
+
+using namespace mapfuse;
+using namespace mapfuse::ffm;
+
+namespace {
+
+// DRAM (100 pJ, 4 words/cycle) > global buffer (`glb` words, 2 pJ, 1 word/cycle) > registers
+// (`reg` words, 0.25 pJ); MAC 0.5 pJ. Optional fan-out of the buffer into the registers. The
+// narrow buffer makes energy and latency disagree: keeping a tensor in the buffer saves DRAM
+// energy but its traffic through the buffer costs cycles.
+Core ffm_test_core(int64_t glb, int64_t reg, int64_t fanout_x = 1) {
+  Core c;
+  c.name = "ffm_test";
+  c.compute = {"MAC", 0.5, 1e9, 1};
+  Level r{.name = "Reg", .entries = reg, .word_bits = 8, .read_pj = 0.25, .write_pj = 0.25, .update_pj = 0.25};
+  Level g{.name = "GLB", .entries = glb, .word_bits = 8, .shared_bandwidth = 1, .read_pj = 2, .write_pj = 2, .update_pj = 2};
+  g.fanout.x = fanout_x;
+  Level d{.name = "DRAM", .word_bits = 8, .shared_bandwidth = 4, .read_pj = 100, .write_pj = 100, .update_pj = 100};
+  c.levels = {r, g, d};
+  finalize(c, "ffm_test");
+  return c;
+}
+
+// A chain of matmuls T_{i+1}[m,n] = T_i[m,k] W_i[k,n]; nk[i] = (N_i, K_i) with K_{i+1} = N_i.
+Workload chain(int64_t M, const std::vector<std::pair<int64_t, int64_t>>& nk) {
+  Workload w;
+  w.name = "chain";
+  for (size_t i = 0; i < nk.size(); ++i)
+    w.einsums.push_back(make_matmul("MM" + std::to_string(i), M, nk[i].first, nk[i].second, "T" + std::to_string(i),
+                                    "W" + std::to_string(i), "T" + std::to_string(i + 1)));
+  finalize(w);
+  return w;
+}
+
+struct Point {
+  double energy, cycles;
+  bool operator==(const Point&) const = default;
+};
+
+struct Brute {
+  std::vector<Point> front;  // by energy
+  std::vector<std::vector<Choice>> front_choices;
+  int64_t combinations = 0;  // complete, within capacity
+  std::vector<EinsumPmappings> pm;
+};
+
+// Every combination of per-Einsum mappings: for every assignment of contexts whose shared tensors
+// agree (chains: producer and consumer have the same compatibility), every tuple of tile mappings
+// (no pruning of any kind except skipping tuples that already overflow a level), kept on a
+// running energy-latency front. Tile mappings of one context with identical criteria (energy,
+// latency, reservations; e.g. loop orders that change nothing) give identical combinations, so
+// only the first of each is combined.
+Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
+  opt.prune = false;
+  Brute out;
+  const int E = static_cast<int>(w.einsums.size());
+  for (int i = 0; i < E; ++i) {
+    out.pm.push_back(generate_pmappings(w, i, c, opt));
+    for (auto& list : out.pm.back().pmappings) {
+      std::vector<Pmapping> unique;
+      for (Pmapping& p : list) {
+        bool seen = false;
+        for (const Pmapping& u : unique)
+          seen |= u.energy_pj == p.energy_pj && u.cycles == p.cycles && u.own == p.own;
+        if (!seen) unique.push_back(std::move(p));
+      }
+      list = std::move(unique);
+    }
+  }
+  const int L = static_cast<int>(c.levels.size());
+  std::vector<Choice> ch(E);
+  std::vector<std::array<int64_t, kMaxLevels>> live(E);
+  std::vector<std::vector<int>> fitting(E);  // per Einsum: tile mappings within capacity
+  std::function<void(int, double, double)> pick = [&](int i, double energy, double cycles) {
+    if (i == E) {
+      const Point p{energy, cycles};
+      for (const Point& q : out.front)
+        if (q.energy <= p.energy && q.cycles <= p.cycles) return;
+      std::vector<Point> f;
+      std::vector<std::vector<Choice>> fc;
+      for (size_t k = 0; k < out.front.size(); ++k)
+        if (!(p.energy <= out.front[k].energy && p.cycles <= out.front[k].cycles)) {
+          f.push_back(out.front[k]);
+          fc.push_back(out.front_choices[k]);
+        }
+      size_t at = 0;
+      while (at < f.size() && f[at].energy < p.energy) ++at;
+      f.insert(f.begin() + static_cast<long>(at), p);
+      fc.insert(fc.begin() + static_cast<long>(at), ch);
+      out.front = std::move(f);
+      out.front_choices = std::move(fc);
+      return;
+    }
+    const auto& list = out.pm[i].pmappings[ch[i].context];
+    for (int q : fitting[i]) {
+      if (i == E - 1) ++out.combinations;
+      ch[i].pmapping = q;
+      pick(i + 1, energy + list[q].energy_pj, cycles + list[q].cycles);
+    }
+  };
+  std::function<void(int)> assign = [&](int i) {
+    if (i == E) {
+      // Exchanged tiles live from the producer's branch to the consumer's.
+      for (auto& a : live) a.fill(0);
+      for (int e = 0; e < E; ++e)
+        for (const TensorCompat& tc : out.pm[e].contexts[ch[e].context].compat)
+          if (tc.fused() && w.tensors[tc.tensor].producer == e)
+            for (int j = e; j <= w.tensors[tc.tensor].consumers.back(); ++j) live[j][tc.level] += tc.tile;
+      // A branch fits when its own reservations plus the exchanged tiles live during it fit.
+      for (int e = 0; e < E; ++e) {
+        fitting[e].clear();
+        const auto& list = out.pm[e].pmappings[ch[e].context];
+        for (size_t q = 0; q < list.size(); ++q) {
+          bool fits = true;
+          for (int l = 0; l < L; ++l)
+            if (c.levels[l].entries > 0 &&
+                (list[q].own[l] + live[e][l]) * c.levels[l].multiple_buffering > c.levels[l].entries)
+              fits = false;
+          if (fits) fitting[e].push_back(static_cast<int>(q));
+        }
+      }
+      pick(0, 0.0, 0.0);
+      return;
+    }
+    for (size_t k = 0; k < out.pm[i].contexts.size(); ++k) {
+      const PmappingContext& ctx = out.pm[i].contexts[k];
+      bool ok = true;
+      for (const TensorCompat& tc : ctx.compat) {
+        const int producer = w.tensors[tc.tensor].producer;
+        if (producer >= i) continue;
+        const TensorCompat* other = out.pm[producer].contexts[ch[producer].context].find(tc.tensor);
+        ok &= other && *other == tc;
+      }
+      // The producer of a fused tensor must find its consumer fused too (checked at the consumer).
+      if (i > 0)
+        for (const TensorCompat& tc : out.pm[i - 1].contexts[ch[i - 1].context].compat)
+          if (tc.fused() && w.tensors[tc.tensor].producer == i - 1 && !ctx.find(tc.tensor)) ok = false;
+      if (!ok) continue;
+      ch[i].context = static_cast<int>(k);
+      assign(i + 1);
+    }
+  };
+  assign(0);
+  return out;
+}
+
+std::vector<Point> points(const FfmResult& r) {
+  std::vector<Point> p;
+  for (const FfmSolution& s : r.pareto) p.push_back({s.energy_pj, s.cycles});
+  return p;
+}
+
+double best_of(const std::vector<Point>& f, Objective o) {
+  double best = -1;
+  for (const Point& p : f) {
+    const double v = o == Objective::Energy ? p.energy : o == Objective::Cycles ? p.cycles : p.energy * p.cycles;
+    if (best < 0 || v < best) best = v;
+  }
+  return best;
+}
+
+int fused_groups(const LoopTree& t) {
+  int n = 0;
+  for (const FusionGroup& g : t.groups) n += g.einsums.size() > 1;
+  return n;
+}
+
+// FFM against the brute force, and every FFM solution re-evaluated end to end.
+void check_against_brute_force(const Workload& w, const Core& c, const PmappingOptions& opt, bool expect_fusion) {
+  const auto t0 = std::chrono::steady_clock::now();
+  FfmOptions fo;
+  fo.pmappings = opt;
+  const FfmResult r = ffm_search(w, c, fo);
+  const auto t1 = std::chrono::steady_clock::now();
+  const Brute b = brute_force(w, c, opt);
+  const auto t2 = std::chrono::steady_clock::now();
+  int64_t generated = 0, kept = 0, all = 0;
+  for (const EinsumPmappings& p : r.pmappings) generated += p.evaluated, kept += p.kept;
+  for (const EinsumPmappings& p : b.pm)
+    for (const auto& list : p.pmappings) all += static_cast<int64_t>(list.size());
+  MESSAGE(w.einsums.size() << " Einsums: FFM " << std::chrono::duration<double>(t1 - t0).count() << " s ("
+                           << generated << " pmappings evaluated, " << kept << " kept; brute force "
+                           << std::chrono::duration<double>(t2 - t1).count() << " s over " << all
+                           << " distinct tile mappings and " << b.combinations << " valid combinations; front of "
+                           << b.front.size() << " points)");
+  REQUIRE_FALSE(b.front.empty());
+  REQUIRE_FALSE(r.pareto.empty());
+  // The whole energy-latency front, value for value, and the optimum of every objective.
+  CHECK(points(r) == b.front);
+  for (Objective o : {Objective::Energy, Objective::Cycles, Objective::Edp}) {
+    const FfmSolution* s = r.best(o);
+    REQUIRE(s != nullptr);
+    const double v = o == Objective::Energy ? s->energy_pj : o == Objective::Cycles ? s->cycles : s->edp();
+    CHECK(v == best_of(b.front, o));
+  }
+  // Sum of the joined pmappings' criteria == end-to-end evaluation of the LoopTree, to the bit.
+  for (const FfmSolution& s : r.pareto) {
+    REQUIRE_FALSE(check_looptree(s.tree, w, c).has_value());
+    const FusedCost f = evaluate_fused(s.tree, w, c);
+    CHECK(f.valid);
+    CHECK(f.energy_pj == s.energy_pj);
+    CHECK(f.cycles == s.cycles);
+  }
+  // The brute force's own optimum, built as a tree, agrees with the fused evaluation too.
+  const LoopTree bt = build_looptree(w, c, b.pm, b.front_choices.front());
+  const FusedCost bf = evaluate_fused(bt, w, c);
+  CHECK(bf.valid);
+  CHECK(bf.energy_pj == b.front.front().energy);
+  CHECK(bf.cycles == b.front.front().cycles);
+  if (expect_fusion) CHECK(fused_groups(r.best(Objective::Energy)->tree) > 0);
+}
+
+}  // namespace
+
+TEST_CASE("ffm: contexts of a matmul in a chain") {
+  const Workload w = chain(4, {{2, 2}, {2, 2}});
+  const Core c = ffm_test_core(64, 4);
+  // MM0 produces T1: unfused, or T1 at Reg or GLB with shared loops over M (divisors 1, 2, 4)
+  // and N (1, 2).
+  const std::vector<PmappingContext> a = make_contexts(w, 0, c, {});
+  CHECK(a.size() == 1 + 2 * 3 * 2);
+  // MM1 consumes T1 and produces T2 (the last tensor, no consumer): only M may be shared (its K
+  // does not index its output), so 1 + 2 levels x 3 factors.
+  const std::vector<PmappingContext> b = make_contexts(w, 1, c, {});
+  CHECK(b.size() == 1 + 2 * 3);
+  for (const PmappingContext& ctx : b)
+    if (ctx.fused.backing_level == 1 && ctx.shared[0] == 2) {
+      const TensorCompat* t1 = ctx.find(w.tensor_index("T1"));
+      REQUIRE(t1 != nullptr);
+      CHECK(t1->level == 1);
+      CHECK(t1->factor[0] == 2);
+      CHECK(t1->factor[1] == 1);
+      CHECK(t1->tile == 2 * 2);
+    }
+}
+
+TEST_CASE("ffm: two matmuls equal the brute force") {
+  const Workload w = chain(4, {{2, 2}, {2, 2}});
+  check_against_brute_force(w, ffm_test_core(12, 3), {}, true);
+}
+
+TEST_CASE("ffm: two matmuls with spatial fan-out equal the brute force") {
+  const Workload w = chain(4, {{2, 2}, {2, 2}});
+  PmappingOptions o;
+  o.explore_orders = false;
+  check_against_brute_force(w, ffm_test_core(16, 3, 2), o, false);
+}
+
+TEST_CASE("ffm: three matmuls equal the brute force") {
+  const Workload w = chain(2, {{2, 2}, {4, 2}, {2, 4}});
+  PmappingOptions o;
+  o.explore_orders = false;
+  check_against_brute_force(w, ffm_test_core(12, 3), o, true);
+}
+
+TEST_CASE("ffm: four matmuls equal the brute force") {
+  const Workload w = chain(2, {{2, 2}, {2, 2}, {2, 2}, {2, 2}});
+  PmappingOptions o;
+  o.explore_orders = false;
+  check_against_brute_force(w, ffm_test_core(6, 1), o, true);
+}

@@ -1,0 +1,164 @@
+// The fused cost evaluation of LoopTrees (engine/cost/fused.hpp): hand-computed counts for two
+// fused matmuls, reservations against capacity, and the inputs it rejects.
+#include <doctest/doctest.h>
+
+#include "engine/common/error.hpp"
+#include "engine/cost/fused.hpp"
+#include "engine/mapping/looptree.hpp"
+
+using namespace mapfuse;
+
+namespace {
+
+// A buffer (read 1, write 2, update 3 pJ; unlimited bandwidth) under DRAM (100 pJ per word,
+// 0.5 words per cycle); MAC 0.5 pJ.
+Core fused_test_core(int64_t buffer_entries) {
+  Core c;
+  c.name = "fused_test";
+  c.compute = {"MAC", 0.5, 1e9, 1};
+  Level buf{.name = "Buffer", .entries = buffer_entries, .word_bits = 8, .read_pj = 1, .write_pj = 2, .update_pj = 3};
+  Level dram{.name = "DRAM", .word_bits = 8, .shared_bandwidth = 0.5, .read_pj = 100, .write_pj = 100, .update_pj = 100};
+  c.levels = {buf, dram};
+  finalize(c, "fused_test");
+  return c;
+}
+
+// T1[m,n] = T0[m,k] W0[k,n] (M=4, N=2, K=2), then T2[m,n] = T1[m,k] W1[k,n] (M=4, N=2, K=2).
+Workload two_matmuls() {
+  Workload w;
+  w.name = "two_matmuls";
+  w.einsums.push_back(make_matmul("A", 4, 2, 2, "T0", "W0", "T1"));
+  w.einsums.push_back(make_matmul("B", 4, 2, 2, "T1", "W1", "T2"));
+  finalize(w);
+  return w;
+}
+
+// Every loop of the (tile) Einsum at the buffer in rank order; the buffer keeps every tensor and
+// DRAM keeps every tensor (formally, for the exchanged ones).
+Mapping all_in_buffer(const Einsum& e) {
+  Mapping m;
+  m.levels.resize(2);
+  for (size_t r = 0; r < e.ranks.size(); ++r)
+    if (e.ranks[r].size > 1) m.levels[0].loops.push_back({static_cast<int>(r), e.ranks[r].size});
+  m.levels[0].keep = m.levels[1].keep = 0b111;
+  return m;
+}
+
+LoopTree fused_on_m(const Workload& w, int64_t m_factor) {
+  FusionGroup g;
+  g.einsums = {0, 1};
+  if (m_factor > 1) g.shared_loops.push_back({{0, 0}, m_factor, 0});  // rank M of both, above the buffer
+  g.backing = {{"T1", 0}};
+  for (int i = 0; i < 2; ++i) {
+    Einsum tile = w.einsums[i];
+    tile.ranks[0].size /= m_factor;
+    g.mappings.push_back(all_in_buffer(tile));
+  }
+  return LoopTree{{g}};
+}
+
+}  // namespace
+
+TEST_CASE("ffm fused cost: two matmuls fused at the buffer, hand-computed") {
+  const Workload w = two_matmuls();
+  const Core c = fused_test_core(64);
+  const int buf = 0, dram = 1;
+  const int T0 = 0, W0 = 1, T1 = 2;  // A's tensors
+  const int W1 = 1, T2 = 2;          // B's tensors (T1 is B's tensor 0)
+  const FusedCost f = evaluate_fused(fused_on_m(w, 2), w, c);
+  REQUIRE(f.valid);
+  // A per tile (M=2, N=2, K=2; 8 MACs): T0 and W0 tiles of 4 come from DRAM; T1 is backed in the
+  // buffer: never filled from or drained to DRAM.
+  const CostResult& a = f.tiles[0];
+  CHECK(a.access[dram][T1].total() == 0);
+  CHECK(a.access[buf][T1].fills == 0);
+  CHECK(a.access[buf][T1].updates == 8);
+  CHECK(a.access[buf][T1].reads == 4);  // read-modify-write after the first update
+  CHECK(a.access[dram][T0].reads == 4);
+  CHECK(a.access[dram][W0].reads == 4);
+  CHECK(a.access[buf][T0].fills == 4);
+  // Energy per tile: 8 MACs x 0.5 + buffer reads 20 x 1 + fills 8 x 2 + updates 8 x 3 + DRAM 8 x 100.
+  CHECK(f.einsums[0].tile.energy_pj == 4 + 20 + 16 + 24 + 800);
+  CHECK(f.einsums[0].iterations == 2);
+  CHECK(f.einsums[0].energy_pj == 2 * 864.0);
+  // Latency per tile: 8 DRAM words at 0.5 words/cycle = 16 cycles > 8 compute cycles.
+  CHECK(f.einsums[0].cycles == 2 * 16.0);
+  // B per tile: T1 read on chip only; W1 4 words in, T2 4 words out to DRAM.
+  const CostResult& b = f.tiles[1];
+  CHECK(b.access[dram][0].total() == 0);
+  CHECK(b.access[buf][0].fills == 0);
+  CHECK(b.access[buf][0].reads == 8);
+  CHECK(b.access[dram][W1].reads == 4);
+  CHECK(b.access[dram][T2].updates == 4);
+  CHECK(b.access[dram][T2].reads == 0);
+  CHECK(f.einsums[1].energy_pj == 2 * (4 + 20 + 8 + 24 + 800.0));
+  CHECK(f.einsums[1].cycles == 2 * 16.0);
+  CHECK(f.energy_pj == 1728.0 + 1712.0);
+  CHECK(f.cycles == 64.0);
+  // Reservations in the buffer: A's branch holds T0 and W0 (4 + 4), B's holds W1 and T2 (4 + 4);
+  // T1's tile (4) is live in both.
+  CHECK(f.einsums[0].own[buf] == 8);
+  CHECK(f.einsums[0].exchanged_tile[T1] == 4);
+  CHECK(f.einsums[1].own[buf] == 8);
+  CHECK(f.peak[buf] == 12);
+
+  SUBCASE("without tiling (whole T1 on chip) the weights are fetched once") {
+    const FusedCost g = evaluate_fused(fused_on_m(w, 1), w, c);
+    REQUIRE(g.valid);
+    // A: 16 MACs, T0 8 + W0 4 words from DRAM, buffer reads 16 + 16 + 8, fills 12, updates 16.
+    CHECK(g.einsums[0].energy_pj == 8 + 40 + 24 + 48 + 1200.0);
+    CHECK(g.peak[buf] == 8 + 4 + 8);  // T0, W0 and the whole T1
+  }
+  SUBCASE("the unfused tree pays the intermediate twice through DRAM") {
+    Mapping ma = all_in_buffer(w.einsums[0]), mb = all_in_buffer(w.einsums[1]);
+    const FusedCost u = evaluate_fused(unfused_looptree(w, {ma, mb}), w, c);
+    REQUIRE(u.valid);
+    CHECK(u.tiles[0].access[dram][T1].updates == 8);
+    CHECK(u.tiles[1].access[dram][0].reads == 8);
+    // A: DRAM 8 + 4 + 8 words; buffer reads 40, fills 12, updates 16; 16 MACs.
+    CHECK(u.einsums[0].energy_pj == 8 + 40 + 24 + 48 + 2000.0);
+    // 20 DRAM words at 0.5 words/cycle.
+    CHECK(u.einsums[0].cycles == 40.0);
+    CHECK(u.energy_pj > f.energy_pj);
+  }
+  SUBCASE("reservations count against capacity") {
+    const Core small = fused_test_core(11);  // 12 needed during either branch
+    const FusedCost s = evaluate_fused(fused_on_m(w, 2), w, small);
+    CHECK_FALSE(s.valid);
+    CHECK(s.invalid == Invalid::CapacityExceeded);
+    CHECK(s.invalid_level == buf);
+    CHECK(s.energy_pj == f.energy_pj);  // the costs are still reported
+    CHECK(evaluate_fused(fused_on_m(w, 2), w, fused_test_core(12)).valid);
+  }
+}
+
+TEST_CASE("ffm fused cost: trees outside the modelled fused mapspace are rejected") {
+  const Workload w = two_matmuls();
+  const Core c = fused_test_core(64);
+  LoopTree t = fused_on_m(w, 2);
+  SUBCASE("shared loop over a reduction rank of the consumer") {
+    // A's N with B's K: B's output would carry partial sums across iterations.
+    t.groups[0].shared_loops[0].rank = {1, 2};
+    for (int i = 0; i < 2; ++i) {
+      Einsum tile = w.einsums[i];
+      tile.ranks[i == 0 ? 1 : 2].size /= 2;
+      t.groups[0].mappings[i] = all_in_buffer(tile);
+    }
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("partial sums"), InputError);
+  }
+  SUBCASE("exchanged tensor backed in DRAM inside a group") {
+    t.groups[0].backing[0].level = 1;
+    t.groups[0].shared_loops[0].level = 1;
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("outermost level"), InputError);
+  }
+  SUBCASE("own loop above the backing level") {
+    Mapping& m = t.groups[0].mappings[0];
+    m.levels[0].loops = {{0, 2}, {1, 2}};
+    m.levels[1].loops = {{2, 2}};
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("above the backing level"), InputError);
+  }
+  SUBCASE("structurally broken tree") {
+    t.groups[0].shared_loops[0].factor = 3;
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("does not divide"), InputError);
+  }
+}
