@@ -10,15 +10,20 @@
 namespace mapfuse::ffm {
 namespace {
 
-// The open tensors of a partial mapping (produced, with a consumer not joined yet) and their
-// compatibility, by tensor index: the key partial mappings are grouped by.
-using Key = std::vector<TensorCompat>;
+// The key partial mappings are grouped by: the open tensors (produced, with a consumer not
+// joined yet) and their compatibility, by tensor index, and where the open fusion group began.
+struct Key {
+  int start = -1;  // first Einsum of the fusion group still open; -1 = none
+  std::vector<TensorCompat> open;
+  bool operator==(const Key&) const = default;
+};
 
 struct KeyHash {
   size_t operator()(const Key& k) const {
     uint64_t h = 1469598103934665603ull;
     auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
-    for (const TensorCompat& tc : k) {
+    mix(static_cast<uint64_t>(k.start));
+    for (const TensorCompat& tc : k.open) {
       mix(static_cast<uint64_t>(tc.tensor));
       mix(static_cast<uint64_t>(tc.level));
       for (int64_t f : tc.factor) mix(static_cast<uint64_t>(f));
@@ -133,7 +138,7 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
     }
   auto can_continue = [&](const Key& key, int step) {
     bool fused_open = false, next_consumes_fused = false;
-    for (const TensorCompat& tc : key) {
+    for (const TensorCompat& tc : key.open) {
       for (int consumer : w.tensors[tc.tensor].consumers) {
         if (consumer <= step) continue;
         const auto it = offers[consumer].find(tc.tensor);
@@ -161,7 +166,7 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
     for (size_t gi = 0; gi < in.size(); ++gi) {
       const Group& g = in[gi];
       bool fused_open = false;
-      for (const TensorCompat& tc : g.key) fused_open |= tc.fused();
+      for (const TensorCompat& tc : g.key.open) fused_open |= tc.fused();
       for (size_t k = 0; k < P.contexts.size(); ++k) {
         const PmappingContext& ctx = P.contexts[k];
         const std::vector<Pmapping>& list = P.pmappings[k];
@@ -170,27 +175,39 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
         bool ok = true, joins_group = false;
         for (const TensorCompat& tc : ctx.compat) {
           if (w.tensors[tc.tensor].producer == i) continue;
-          const auto it = std::find_if(g.key.begin(), g.key.end(), [&](const TensorCompat& x) { return x.tensor == tc.tensor; });
-          if (it == g.key.end() || !(*it == tc)) {
+          const auto it = std::find_if(g.key.open.begin(), g.key.open.end(),
+                                       [&](const TensorCompat& x) { return x.tensor == tc.tensor; });
+          if (it == g.key.open.end() || !(*it == tc)) {
             ok = false;
             break;
           }
           joins_group |= tc.fused();
         }
         if (!ok || (fused_open && !joins_group)) continue;
+        // Inside a fusion group every exchanged tensor is on chip (one backing level per group).
+        if (joins_group)
+          for (const TensorCompat& tc : ctx.compat) {
+            const int producer = w.tensors[tc.tensor].producer;
+            if (producer != i && producer >= g.key.start && !tc.fused()) ok = false;
+          }
+        if (!ok) continue;
         // Key after the join, and the exchanged tiles live during this Einsum's branch.
         Key key;
         std::array<int64_t, kMaxLevels> live{};
-        for (const TensorCompat& tc : g.key) {
+        bool fused_after = false;
+        for (const TensorCompat& tc : g.key.open) {
           if (tc.fused()) live[tc.level] += tc.tile;
-          if (has_later_consumer(w.tensors[tc.tensor], i)) key.push_back(tc);
+          if (has_later_consumer(w.tensors[tc.tensor], i)) key.open.push_back(tc), fused_after |= tc.fused();
         }
         for (const TensorCompat& tc : ctx.compat)
           if (w.tensors[tc.tensor].producer == i) {
             if (tc.fused()) live[tc.level] += tc.tile;
-            key.push_back(tc);
+            key.open.push_back(tc);
+            fused_after |= tc.fused();
           }
-        std::sort(key.begin(), key.end(), [](const TensorCompat& a, const TensorCompat& b) { return a.tensor < b.tensor; });
+        std::sort(key.open.begin(), key.open.end(),
+                  [](const TensorCompat& a, const TensorCompat& b) { return a.tensor < b.tensor; });
+        key.start = !fused_after ? -1 : joins_group ? g.key.start : i;
         auto [pos, inserted] = index.try_emplace(key, next.size());
         if (inserted) next.push_back(Group{key, {}});
         std::vector<Partial>& dst = next[pos->second].items;
@@ -220,15 +237,20 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
         }
       }
     }
-    // Prune inside each group; drop groups no later Einsum can match.
+    // Prune inside each group; drop groups no later Einsum can match. The criteria are the
+    // objectives alone: what a later branch may use is its own reservation plus the exchanged
+    // tiles live during it, all of them open tensors fixed by the group's key, and every
+    // finished branch has been checked against the capacity when it was joined. So the
+    // consolidated reservations of the finished branches (`closed`) can change no later
+    // decision; they are kept as the mapping's peak usage. (Storage kept across the shared
+    // loops, not modelled yet, would add reservations that outlive a branch and are not fixed by
+    // the key: those would become pruning criteria here.)
     std::vector<Group> kept;
     for (Group& g : next) {
       if (g.items.empty() || !can_continue(g.key, i)) continue;
-      const bool last = i == E - 1;
-      const size_t K = last ? 2 : 2 + tracked.size();
-      const std::vector<size_t> front = pareto_front(g.items.size(), K, [&](size_t a, size_t k) {
+      const std::vector<size_t> front = pareto_front(g.items.size(), 2, [&](size_t a, size_t k) {
         const Partial& p = g.items[a];
-        return k == 0 ? p.energy_pj : k == 1 ? p.cycles : static_cast<double>(p.closed[tracked[k - 2]]);
+        return k == 0 ? p.energy_pj : p.cycles;
       });
       Group h{std::move(g.key), {}};
       h.items.reserve(front.size());
@@ -243,7 +265,7 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
   // Complete mappings: every open tensor is closed, so there is at most one group (empty key).
   const std::vector<Group>& done = history.back();
   if (!done.empty()) {
-    if (done.size() != 1 || !done[0].key.empty()) throw std::logic_error("ffm: open tensors after the last Einsum");
+    if (done.size() != 1 || !done[0].key.open.empty()) throw std::logic_error("ffm: open tensors after the last Einsum");
     const std::vector<Partial>& items = done[0].items;
     const std::vector<size_t> front = pareto_front(items.size(), 2, [&](size_t a, size_t k) {
       return k == 0 ? items[a].energy_pj : items[a].cycles;
@@ -252,6 +274,7 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
       FfmSolution s;
       s.energy_pj = items[a].energy_pj;
       s.cycles = items[a].cycles;
+      s.peak = items[a].closed;
       s.choices.resize(E);
       int32_t gi = 0, pi = static_cast<int32_t>(a);
       for (int i = E - 1; i >= 0; --i) {

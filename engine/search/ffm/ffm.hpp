@@ -4,11 +4,12 @@
 // (pmappings.hpp); step 2 joins them Einsum by Einsum in workload (topological) order: partial
 // mappings are grouped by the compatibility of the tensors still open (produced, with a consumer
 // not joined yet), joined only with pmappings whose compatibility matches, their reservations
-// consolidated after every join (the finished branches' usage is max-ed into one value per level,
-// FFM section 5.2), Pareto-pruned inside each group on energy, latency and reservations, and
-// dropped when no later Einsum can match an open tensor. The result is the exact
+// consolidated after every join (sum within the new branch, checked against capacity; the
+// finished branches' usage max-ed into one value per level, FFM section 5.2), Pareto-pruned
+// inside each group, and dropped when no later Einsum can match an open tensor. The result is the exact
 // energy-latency Pareto front of the fused mapspace; the optimum of any objective monotone in
 // energy and latency (energy, latency, EDP) is on it.
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,7 @@ struct Choice {
 struct FfmSolution {
   double energy_pj = 0;        // sum of the joined pmappings' energies, in workload order
   double cycles = 0;           // sum of their latencies
+  std::array<int64_t, kMaxLevels> peak{};  // usage per level and instance, max over all branches
   std::vector<Choice> choices;  // per Einsum
   LoopTree tree;
   double edp() const { return energy_pj * cycles; }
