@@ -230,8 +230,9 @@ void check_against_brute_force(const Workload& w, const Core& c, const PmappingO
   for (const EinsumPmappings& p : r.pmappings) generated += p.evaluated, kept += p.kept;
   for (const EinsumPmappings& p : b.pm)
     for (const auto& list : p.pmappings) all += static_cast<int64_t>(list.size());
+  CHECK(r.contexts_matched < r.contexts);  // e.g. a producer sharing a rank its consumer cannot
   MESSAGE(w.einsums.size() << " Einsums: FFM " << std::chrono::duration<double>(t1 - t0).count() << " s ("
-                           << generated << " pmappings evaluated, " << kept << " kept; brute force "
+                           << r.contexts_matched << " of " << r.contexts << " contexts matchable, " << generated << " pmappings evaluated, " << kept << " kept; brute force "
                            << std::chrono::duration<double>(t2 - t1).count() << " s over " << all
                            << " distinct tile mappings and " << b.combinations << " valid combinations; front of "
                            << b.front.size() << " points)");
@@ -319,4 +320,22 @@ TEST_CASE("ffm: a residual connection (tensor live across a branch that does not
   PmappingOptions o;
   o.explore_orders = false;
   check_against_brute_force(w, ffm_test_core(9, 1), o, true);
+}
+
+TEST_CASE("ffm: when no exchanged tile fits on chip the result is the unfused optimum") {
+  // One-word buffer and registers: T1's smallest tile on chip is 2 words (B can only share M), so
+  // fusion is impossible and FFM must return exactly what the unfused mapspace gives.
+  const Workload w = chain(2, {{2, 2}, {2, 2}});
+  const Core c = ffm_test_core(1, 1);
+  const FfmResult r = ffm_search(w, c);
+  FfmOptions unfused;
+  unfused.pmappings.allow_fusion = false;
+  const FfmResult u = ffm_search(w, c, unfused);
+  REQUIRE_FALSE(r.pareto.empty());
+  CHECK(points(r) == points(u));
+  for (const FfmSolution& s : r.pareto) CHECK(fused_groups(s.tree) == 0);
+  // With a 2-word buffer fusion becomes possible and strictly better in energy.
+  const FfmResult f = ffm_search(w, ffm_test_core(2, 1));
+  CHECK(f.best(Objective::Energy)->energy_pj < r.best(Objective::Energy)->energy_pj);
+  CHECK(fused_groups(f.best(Objective::Energy)->tree) == 1);
 }

@@ -4,6 +4,7 @@
 
 #include "engine/common/error.hpp"
 #include "engine/cost/fused.hpp"
+#include "engine/cost/model.hpp"
 #include "engine/mapping/looptree.hpp"
 
 using namespace mapfuse;
@@ -161,4 +162,23 @@ TEST_CASE("ffm fused cost: trees outside the modelled fused mapspace are rejecte
     t.groups[0].shared_loops[0].factor = 3;
     CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("does not divide"), InputError);
   }
+}
+
+TEST_CASE("ffm fused cost: an Einsum alone in its group costs what the single-Einsum model says") {
+  const Workload w = two_matmuls();
+  const Core c = fused_test_core(64);
+  Mapping ma = all_in_buffer(w.einsums[0]);
+  Mapping mb = all_in_buffer(w.einsums[1]);
+  mb.levels[0].loops = {{2, 2}, {1, 2}};  // B: K, N at the buffer, M at DRAM
+  mb.levels[1].loops = {{0, 4}};
+  const FusedCost u = evaluate_fused(unfused_looptree(w, {ma, mb}), w, c);
+  REQUIRE(u.valid);
+  const CostResult ra = evaluate(compile_plan(w.einsums[0], c), flatten(ma));
+  const CostResult rb = evaluate(compile_plan(w.einsums[1], c), flatten(mb));
+  CHECK(u.einsums[0].energy_pj == ra.energy_pj);
+  CHECK(u.einsums[0].cycles == ra.cycles);
+  CHECK(u.einsums[1].energy_pj == rb.energy_pj);
+  CHECK(u.einsums[1].cycles == rb.cycles);
+  CHECK(u.energy_pj == ra.energy_pj + rb.energy_pj);
+  CHECK(u.peak[0] == std::max(ra.level_occupancy[0], rb.level_occupancy[0]));
 }

@@ -292,9 +292,21 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
 }
 
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
+  const int E = static_cast<int>(w.einsums.size());
+  std::vector<std::vector<PmappingContext>> contexts(E);
+  int64_t all = 0;
+  for (int i = 0; i < E; ++i) all += static_cast<int64_t>((contexts[i] = make_contexts(w, i, c, o.pmappings)).size());
+  drop_unmatched_contexts(w, contexts);
   std::vector<EinsumPmappings> pm;
-  for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) pm.push_back(generate_pmappings(w, i, c, o.pmappings));
-  return ffm_join(w, c, std::move(pm));
+  int64_t kept = 0;
+  for (int i = 0; i < E; ++i) {
+    kept += static_cast<int64_t>(contexts[i].size());
+    pm.push_back(generate_pmappings(w, i, c, o.pmappings, std::move(contexts[i])));
+  }
+  FfmResult r = ffm_join(w, c, std::move(pm));
+  r.contexts = all;
+  r.contexts_matched = kept;
+  return r;
 }
 
 }  // namespace mapfuse::ffm

@@ -51,6 +51,8 @@ struct FfmResult {
   std::vector<FfmSolution> pareto;          // energy-latency front, by increasing energy
   std::vector<EinsumPmappings> pmappings;   // per Einsum
   std::vector<JoinStep> steps;
+  int64_t contexts = 0;          // compatibility contexts of all Einsums (ffm_search)
+  int64_t contexts_matched = 0;  // left after dropping those no partner can match
   // The solution minimising the objective (the first on the front among equals); nullptr when
   // no fused mapping fits.
   const FfmSolution* best(Objective o) const;

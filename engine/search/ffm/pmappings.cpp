@@ -249,13 +249,49 @@ int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const Pmappin
   return en.cut;
 }
 
+void drop_unmatched_contexts(const Workload& w, std::vector<std::vector<PmappingContext>>& contexts) {
+  const int E = static_cast<int>(w.einsums.size());
+  auto offered = [&](int j, const TensorCompat& tc) {
+    for (const PmappingContext& ctx : contexts[j]) {
+      const TensorCompat* x = ctx.find(tc.tensor);
+      if (x && *x == tc) return true;
+    }
+    return false;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < E; ++i) {
+      auto& list = contexts[i];
+      const size_t before = list.size();
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](const PmappingContext& ctx) {
+                                  for (const TensorCompat& tc : ctx.compat) {
+                                    const TensorInfo& ti = w.tensors[tc.tensor];
+                                    if (ti.producer != i && !offered(ti.producer, tc)) return true;
+                                    if (ti.producer == i)
+                                      for (int j : ti.consumers)
+                                        if (!offered(j, tc)) return true;
+                                  }
+                                  return false;
+                                }),
+                 list.end());
+      changed |= list.size() != before;
+    }
+  }
+}
+
 EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o) {
+  return generate_pmappings(w, ei, c, o, make_contexts(w, ei, c, o));
+}
+
+EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
+                                   std::vector<PmappingContext> contexts) {
   const Einsum& e = w.einsums[ei];
   const int L = static_cast<int>(c.levels.size());
   const std::vector<int> tracked = tracked_levels(c);
   EinsumPmappings out;
   out.einsum = ei;
-  out.contexts = make_contexts(w, ei, c, o);
+  out.contexts = std::move(contexts);
   out.pmappings.resize(out.contexts.size());
   CostResult scratch;
   FusedEinsumCost fc;

@@ -74,8 +74,16 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int einsum, const 
 int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const PmappingContext& ctx,
                                 const PmappingOptions& o, const std::function<void(const Mapping&)>& emit);
 
-// Generation with evaluation and (o.prune) Pareto pruning per context.
+// Generation with evaluation and (o.prune) Pareto pruning per context: every context of
+// make_contexts, or the given ones.
 EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c, const PmappingOptions& o);
+EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c, const PmappingOptions& o,
+                                   std::vector<PmappingContext> contexts);
+
+// Drops, in place, every context with a shared tensor whose compatibility no context of the
+// tensor's producer or of one of its consumers offers (repeated until nothing changes): such
+// pmappings could never be joined, so they need not be generated. Exact.
+void drop_unmatched_contexts(const Workload& w, std::vector<std::vector<PmappingContext>>& contexts);
 
 // Levels whose capacity is bounded (the reservation criteria).
 std::vector<int> tracked_levels(const Core& c);
