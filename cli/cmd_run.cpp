@@ -1,6 +1,7 @@
 // `mapfuse run study.toml`: cut the study into work units, compute them locally or over MPI
 // ranks, journal each result as it arrives (resume skips journaled units), then write the HDF5
-// study file from the journal.
+// study file from the journal. With --slice i/n only slice i of n of the units (a job-array
+// task's share, partitioners/slice.hpp), into a partial file that `mapfuse merge` combines.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "cluster/local_executor.hpp"
 #include "cluster/mpi_executor.hpp"
 #include "engine/common/error.hpp"
+#include "partitioners/slice.hpp"
 #include "results/hdf5_writer.hpp"
 #include "results/journal.hpp"
 
@@ -36,23 +38,33 @@ static bool under_mpi_launcher() {
 Command add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a study (experiments/*.toml): locally, or over MPI ranks under mpirun/srun");
   struct Options {
-    std::string study, output;
+    std::string study, output, slice;
     int threads = 0;
     bool quiet = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("study", o->study, "study TOML")->required();
-  cmd->add_option("--output", o->output, "HDF5 file to write (default: out/<study name>.h5)");
+  cmd->add_option("--output", o->output,
+                  "HDF5 file to write (default: out/<study name>.h5; with --slice i/n: out/<study name>.part<i>of<n>.h5)");
+  auto* slice_opt = cmd->add_option("--slice", o->slice,
+                  "i/n: run only slice i (0 <= i < n) of a deterministic partition of the units into n, balanced by "
+                  "cost, into a partial file for `mapfuse merge` (one job-array task per slice)");
   cmd->add_option("--threads", o->threads, "units computed at once per rank (0 = all cores)");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
-  return {cmd, [o]() {
+  return {cmd, [o, slice_opt]() {
+            const StudySlice slice = slice_opt->count() > 0 ? parse_slice(o->slice) : StudySlice{};
             std::unique_ptr<MpiSession> mpi;
             if (under_mpi_launcher()) mpi = std::make_unique<MpiSession>(nullptr, nullptr);
             MpiSession* g_mpi = mpi && mpi->size() > 1 ? mpi.get() : nullptr;
             const bool master = !g_mpi || g_mpi->is_master();
             const Study study = load_study(o->study);
-            const std::string output = o->output.empty() ? "out/" + study.name + ".h5" : o->output;
+            const std::string output =
+                !o->output.empty() ? o->output
+                : slice.whole()    ? "out/" + study.name + ".h5"
+                                   : fmt::format("out/{}.part{}of{}.h5", study.name, slice.index, slice.count);
             std::vector<WorkUnit> units = partition_study(study, &mac_layers);
+            if (!slice.whole()) units = units_of_slice(std::move(units), slice);
+            const std::string what = slice.whole() ? study.name : study.name + " " + describe(slice);
             const size_t total = units.size();
             std::unique_ptr<JournalWriter> journal;
             std::vector<UnitResult> results;
@@ -62,7 +74,7 @@ Command add_run_command(CLI::App& app) {
               if (!dir.empty()) std::filesystem::create_directories(dir, ec);
               if (ec || (!dir.empty() && access(dir.c_str(), W_OK) != 0))
                 throw InputError({}, "--output", "cannot write to directory '" + dir.string() + "'");
-              journal = std::make_unique<JournalWriter>(journal_path(output), study.toml_text);
+              journal = std::make_unique<JournalWriter>(journal_path(output), study.toml_text, true, slice);
               results = journal->recovered().results;
             }
             // Only the master dispatches: it leaves out the units its journal already holds.
@@ -70,7 +82,7 @@ Command add_run_command(CLI::App& app) {
             for (const auto& r : results) finished.insert(r.unit_id);
             std::erase_if(units, [&](const WorkUnit& u) { return finished.count(u.id) > 0; });
             if (master && !finished.empty() && !o->quiet)
-              fmt::print(stderr, "resuming {}: {} of {} units already journaled\n", study.name, finished.size(), total);
+              fmt::print(stderr, "resuming {}: {} of {} units already journaled\n", what, finished.size(), total);
             std::atomic<bool> stop{false};
             StopSignals signals(stop);
             RunOptions opts;
@@ -85,7 +97,6 @@ Command add_run_command(CLI::App& app) {
               fmt::print(stderr, "\r{} / {} units  {:.1f}/s  ETA {:.0f} s   ", done, n, rate, rate > 0 ? (n - done) / rate : 0.0);
               if (done == n) fmt::print(stderr, "\n");
             };
-            const std::string started = iso8601_now();
             auto sink = [&](const UnitResult& r) {
               journal->append(r);
               results.push_back(r);
@@ -97,10 +108,11 @@ Command add_run_command(CLI::App& app) {
             meta.name = study.name;
             meta.study_id = journal->study_id();
             meta.toml_text = study.toml_text;
-            meta.start_time = started;
+            meta.start_time = journal->start_time();  // the first run's, kept across resumes
             meta.end_time = iso8601_now();
             meta.ranks = g_mpi ? g_mpi->size() : 1;
             meta.threads = o->threads;
+            meta.slice = slice;
             if (report.status == RunStatus::Interrupted) {
               fmt::print(stderr, "interrupted: {} of {} units journaled in {}; run the same command to resume\n",
                          results.size(), total, journal_path(output));
@@ -109,7 +121,7 @@ Command add_run_command(CLI::App& app) {
             write_study_h5(output, meta, results);
             size_t failed = 0;
             for (const auto& r : results) failed += r.status == UnitResult::Status::Failed;
-            fmt::print("{}: {} units ({} computed now, {} failed) -> {}\n", study.name, results.size(), report.done + report.failed,
+            fmt::print("{}: {} units ({} computed now, {} failed) -> {}\n", what, results.size(), report.done + report.failed,
                        failed, output);
             fmt::print("| unit | energy_pj | cycles | EDP |\n|---|---|---|---|\n");
             std::vector<const UnitResult*> sorted;

@@ -20,6 +20,7 @@ Command add_workload_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_map_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_merge_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);

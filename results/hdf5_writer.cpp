@@ -268,6 +268,10 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
     write_int_attr(c, g, "threads", meta.threads, H5T_STD_I32LE);
     write_int_attr(c, g, "unit_count", static_cast<int64_t>(results.size()), H5T_STD_I64LE);
     write_int_attr(c, g, "failed_count", static_cast<int64_t>(failed), H5T_STD_I64LE);
+    if (!meta.slice.whole()) {  // only in a slice's partial file: a whole study's file has neither
+      write_int_attr(c, g, "slice_index", meta.slice.index, H5T_STD_I32LE);
+      write_int_attr(c, g, "slice_count", meta.slice.count, H5T_STD_I32LE);
+    }
   }
 
   std::vector<UnitRow> units;
@@ -435,6 +439,10 @@ StudyFile read_study_h5(const std::string& path) {
     out.meta.end_time = read_string_attr(c, g, "end_time", t.str);
     out.meta.ranks = static_cast<int>(read_int_attr(c, g, "ranks"));
     out.meta.threads = static_cast<int>(read_int_attr(c, g, "threads"));
+    if (H5Aexists(g, "slice_count") > 0) {
+      out.meta.slice.index = static_cast<int>(read_int_attr(c, g, "slice_index"));
+      out.meta.slice.count = static_cast<int>(read_int_attr(c, g, "slice_count"));
+    }
   }
 
   std::vector<UnitRow> units;

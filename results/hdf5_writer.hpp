@@ -5,7 +5,8 @@
 // Layout in short (schema_version 1):
 //   /                 attributes: format = "mapfuse-study", schema_version = 1
 //   /study            group; attributes name, study_id, toml, mapfuse_version, start_time,
-//                     end_time (ISO 8601 UTC), ranks, threads, unit_count, failed_count
+//                     end_time (ISO 8601 UTC), ranks, threads, unit_count, failed_count;
+//                     a slice's partial file (run --slice i/n) also slice_index, slice_count
 //   /units            compound table, one row per unit, sorted by unit id; the *_offset/*_count
 //                     columns index the ragged tables below
 //   /levels           compound (name, energy_pj, cycles), per-unit runs, outermost level first
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "partitioners/slice.hpp"
 #include "results/unit_result.hpp"
 
 namespace mapfuse {
@@ -37,6 +39,7 @@ struct StudyMeta {
   std::string end_time;
   int ranks = 1;    // MPI ranks (1 for the local executor)
   int threads = 1;  // OpenMP threads per rank
+  StudySlice slice;  // a slice's partial file (`run --slice i/n`); whole() for a study's file
 };
 
 struct StudyFile {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -14,6 +15,7 @@
 
 #include "engine/common/error.hpp"
 #include "partitioners/work_unit.hpp"
+#include "results/hdf5_writer.hpp"  // iso8601_now
 
 namespace mapfuse {
 
@@ -40,11 +42,15 @@ bool slurp(const std::string& path, std::string& out) {
   return true;
 }
 
-std::string header_line(const std::string& id, const std::string& toml_text) {
+// Keys: mapfuse_journal, study_id, toml, start_time, and slice = [i, n] for a slice's journal.
+std::string header_line(const std::string& id, const std::string& toml_text, const std::string& start_time,
+                        const StudySlice& slice) {
   nlohmann::json j;
   j[kMagic] = kFormat;
   j["study_id"] = id;
   j["toml"] = toml_text;
+  j["start_time"] = start_time;
+  if (!slice.whole()) j["slice"] = {slice.index, slice.count};
   return j.dump() + "\n";
 }
 
@@ -79,6 +85,18 @@ JournalContents parse(const std::string& path, const std::string& text, const st
                                                 std::to_string(kFormat) + ")");
       c.study_id = h["study_id"].get<std::string>();
       c.toml_text = h["toml"].get<std::string>();
+      if (h.contains("start_time")) {  // absent in journals written before it was recorded
+        if (!h["start_time"].is_string())
+          throw InputError({path, 1, 0}, "start_time", "corrupt journal header: expected a string");
+        c.start_time = h["start_time"].get<std::string>();
+      }
+      if (h.contains("slice")) {
+        const auto& sl = h["slice"];
+        if (!sl.is_array() || sl.size() != 2 || !sl[0].is_number_integer() || !sl[1].is_number_integer() ||
+            sl[1].get<int64_t>() < 1 || sl[0].get<int64_t>() < 0 || sl[0].get<int64_t>() >= sl[1].get<int64_t>())
+          throw InputError({path, 1, 0}, "slice", "corrupt journal header: expected [i, n] with 0 <= i < n");
+        c.slice = {sl[0].get<int>(), sl[1].get<int>()};
+      }
       if (study_id_of(c.toml_text) != c.study_id)
         throw InputError({path, 1, 0}, "", "corrupt journal header: study id " + c.study_id +
                                                " does not match its TOML text");
@@ -145,13 +163,18 @@ JournalContents read_journal(const std::string& path, const std::string& expecte
   return parse(path, text, expected_study_id, valid);
 }
 
-JournalWriter::JournalWriter(const std::string& path, const std::string& toml_text, bool sync)
+JournalWriter::JournalWriter(const std::string& path, const std::string& toml_text, bool sync, const StudySlice& slice)
     : path_(path), study_id_(study_id_of(toml_text)), sync_(sync) {
   std::string text;
   const bool exists = slurp(path, text);
   std::size_t valid = 0;
   if (exists) recovered_ = parse(path, text, study_id_, valid);
   if (!recovered_.existed) valid = 0;  // no complete header: start afresh
+  if (recovered_.existed && !(recovered_.slice == slice))
+    throw InputError({path, 0, 0}, "",
+                     "journal holds " + describe(recovered_.slice) + ", this run is " + describe(slice) +
+                         "; refusing to mix results: give each slice its own output path");
+  start_time_ = recovered_.existed && !recovered_.start_time.empty() ? recovered_.start_time : iso8601_now();
 
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw io_error("cannot open journal", path);
@@ -160,7 +183,7 @@ JournalWriter::JournalWriter(const std::string& path, const std::string& toml_te
       if (::ftruncate(fd_, static_cast<off_t>(valid)) != 0) throw io_error("cannot truncate journal", path);
     }
     if (valid == 0) {
-      write_line(header_line(study_id_, toml_text));
+      write_line(header_line(study_id_, toml_text, start_time_, slice));
       if (sync_) sync_dir_of(path);  // the new directory entry too
     } else if (valid != text.size() && sync_) {
       if (::fdatasync(fd_) != 0) throw io_error("cannot sync journal", path);
@@ -197,6 +220,37 @@ void JournalWriter::append(const std::vector<UnitResult>& rs) {
   }
   write_line(lines);
   appended_ += rs.size();
+}
+
+void write_journal(const std::string& path, const std::string& toml_text, const std::string& start_time,
+                   const StudySlice& slice, const std::vector<UnitResult>& results) {
+  std::string text = header_line(study_id_of(toml_text), toml_text, start_time, slice);
+  for (const auto& r : results) {
+    text += to_json(r);
+    text += '\n';
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw io_error("cannot create journal", tmp);
+  try {
+    write_all(fd, text, tmp);
+    if (::fsync(fd) != 0) throw io_error("cannot sync journal", tmp);
+  } catch (...) {
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    const auto err = io_error("cannot close journal", tmp);
+    std::remove(tmp.c_str());
+    throw err;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const auto err = io_error("cannot rename journal to", path);
+    std::remove(tmp.c_str());
+    throw err;
+  }
+  sync_dir_of(path);
 }
 
 }  // namespace mapfuse

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "partitioners/slice.hpp"
 #include "results/unit_result.hpp"
 
 namespace mapfuse {
@@ -25,6 +26,8 @@ std::string journal_path(const std::string& h5_path);
 struct JournalContents {
   std::string study_id;   // from the header ("" when the journal did not exist or was empty)
   std::string toml_text;  // from the header
+  std::string start_time; // from the header: when the first run started ("" in older journals)
+  StudySlice slice;       // from the header: the slice this journal's run computes (whole: count 0)
   // One result per finished unit, in the order they were first journaled; a unit journaled twice
   // keeps its last result.
   std::vector<UnitResult> results;
@@ -40,18 +43,23 @@ struct JournalContents {
 JournalContents read_journal(const std::string& path, const std::string& expected_study_id);
 
 // Appends to a journal. Opening reads what is already there (recovered()), refuses a journal of
-// another study (InputError), cuts off an unterminated last line, and writes the header when the
-// file is new or empty. Not thread-safe: one writer (rank 0's collector) per journal.
+// another study or of another slice of it (InputError), cuts off an unterminated last line, and
+// writes the header (with the current time as the start time, and the slice) when the file is new
+// or empty. Not thread-safe: one writer (rank 0's collector) per journal.
 class JournalWriter {
  public:
   // sync = false skips fdatasync (tests, benchmarks); lines are still written whole.
-  JournalWriter(const std::string& path, const std::string& toml_text, bool sync = true);
+  JournalWriter(const std::string& path, const std::string& toml_text, bool sync = true,
+                const StudySlice& slice = {});
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;
 
   const std::string& path() const { return path_; }
   const std::string& study_id() const { return study_id_; }
+  // When the first run of this journal started (ISO 8601 UTC): the header's time, kept across
+  // resumes. For a journal written before headers had a time: when this writer opened it.
+  const std::string& start_time() const { return start_time_; }
   // What the journal held when it was opened (the units a resumed run need not redo).
   const JournalContents& recovered() const { return recovered_; }
 
@@ -69,10 +77,17 @@ class JournalWriter {
 
   std::string path_;
   std::string study_id_;
+  std::string start_time_;
   JournalContents recovered_;
   int fd_ = -1;
   bool sync_ = true;
   std::size_t appended_ = 0;
 };
+
+// Writes a complete journal (header with start_time and slice, then one line per result) to
+// "<path>.tmp.<pid>", syncs it and renames it over `path`: for `mapfuse merge`, whose output must
+// look like a finished run's. Throws std::runtime_error naming the path; leaves no temporary file.
+void write_journal(const std::string& path, const std::string& toml_text, const std::string& start_time,
+                   const StudySlice& slice, const std::vector<UnitResult>& results);
 
 }  // namespace mapfuse
