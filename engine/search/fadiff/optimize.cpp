@@ -150,9 +150,15 @@ void init_start(SearchRun& run, std::mt19937_64& rng, std::vector<double>& u, st
 }
 
 LossWeights normalised_weights(const SearchSpace& s, const OptimizeOptions& o, double edp_ref) {
+  // P_mem is in words^2: normalised by the fusion level's capacity (where groups must fit). The
+  // smallest level (an accumulator column, 128-512 words) would make the scratchpad's term 10^3-10^4
+  // times stiffer and crush every tile; overflows of smaller levels are left to the decode's repair.
   double cref = 0;
-  for (const Level& l : s.core().levels)
-    if (l.entries > 1 && (cref == 0 || static_cast<double>(l.entries) < cref)) cref = static_cast<double>(l.entries);
+  const int F = s.net().layers[0].fusion_level;
+  if (F >= 0) cref = static_cast<double>(s.core().levels[F].entries);
+  if (cref <= 1)
+    for (const Level& l : s.core().levels)
+      if (l.entries > 1 && (cref <= 1 || static_cast<double>(l.entries) < cref)) cref = static_cast<double>(l.entries);
   if (cref == 0) cref = 1;
   LossWeights w;
   w.edp = edp_ref > 0 ? 1 / edp_ref : 1;
