@@ -182,7 +182,7 @@ void run_fadiff(SearchRun& run) {
   const int G = S.n_factor_genes(), E = S.n_edges();
   std::vector<double> u(G), sig(E), dsoft(G), x(net.n_vars, 1.0), grad(net.n_vars), xd(net.n_vars, 1.0);
   std::vector<double> gu(G), gs(E), noise(kMaxDivisors), ulo(G), uhi(G);
-  std::vector<uint8_t> fused(E), none(E, 0);
+  std::vector<uint8_t> fused(E), none(E, 0), all(E, 1);
   RelaxedWorkspace ws(net);
   // Gumbel(0, 1) = -ln(-ln U), U uniform in (0, 1) from the top 53 bits.
   auto gumbel = [](std::mt19937_64& r) { return -std::log(-std::log((static_cast<double>(r() >> 11) + 0.5) * 0x1p-53)); };
@@ -244,10 +244,12 @@ void run_fadiff(SearchRun& run) {
         }
         for (int e = 0; e < E; ++e) fused[e] = sig[e] > 0.5;
         run.consider(xd, fused);
-        if (step == steps - 1 && std::count(fused.begin(), fused.end(), 1) > 0 && !run.done()) {
-          // The same tiling without fusion (a fused edge pays off in the exact model only when
-          // its on-chip copy costs less than the DRAM round trip it replaces).
-          run.consider(xd, none);
+        if (step == steps - 1) {
+          // The same tiling without fusion, and (decode_max_fusion) with every edge fused, the
+          // group repair cutting what does not fit: at fixed tiles a fused edge only replaces a
+          // DRAM round trip by an on-chip copy, so fusing whatever fits is the natural last step.
+          if (std::count(fused.begin(), fused.end(), 1) > 0 && !run.done()) run.consider(xd, none);
+          if (o.decode_max_fusion && E > 0 && !run.done()) run.consider(xd, all);
         }
       }
     }

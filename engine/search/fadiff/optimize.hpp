@@ -47,6 +47,7 @@ struct OptimizeOptions {
   double tau0 = 1, tau_min = 0.05;  // temperature, annealed geometrically over each start
   Proximity proximity = Proximity::Log;
   int decode_every = 10;      // exact decode of the current point every this many steps
+  bool decode_max_fusion = true;  // end of a start: also decode with every edge fused (then repaired)
   // DOSA-style: round to divisors every this many steps and at the end of a start.
   int round_every = 100;
   // GA (settings of FADiff's public precursor, shared/notes/dosa_gemmini.md section 7).
