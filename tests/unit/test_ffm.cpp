@@ -5,6 +5,10 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
+#include <tuple>
+
+#include <omp.h>
 
 #include "engine/cost/fused.hpp"
 #include "engine/search/ffm/ffm.hpp"
@@ -84,7 +88,9 @@ Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
   Brute out;
   const int E = static_cast<int>(w.einsums.size());
   for (int i = 0; i < E; ++i) {
-    out.pm.push_back(generate_pmappings(w, i, c, opt));
+    // The reference generator (no order reduction, no SIMD, no threads): independent of the
+    // fast generator FFM uses.
+    out.pm.push_back(generate_pmappings_reference(w, i, c, opt, make_contexts(w, i, c, opt)));
     for (auto& list : out.pm.back().pmappings) {
       std::vector<Pmapping> unique;
       for (Pmapping& p : list) {
@@ -338,4 +344,121 @@ TEST_CASE("ffm: when no exchanged tile fits on chip the result is the unfused op
   const FfmResult f = ffm_search(w, ffm_test_core(2, 1));
   CHECK(f.best(Objective::Energy)->energy_pj < r.best(Objective::Energy)->energy_pj);
   CHECK(fused_groups(f.best(Objective::Energy)->tree) == 1);
+}
+
+namespace {
+
+using Criteria = std::tuple<double, double, std::array<int64_t, kMaxLevels>>;
+
+std::vector<Criteria> criteria(const std::vector<Pmapping>& list) {
+  std::vector<Criteria> out;
+  for (const Pmapping& p : list) out.emplace_back(p.energy_pj, p.cycles, p.own);
+  return out;
+}
+
+// The fast generator against the reference, context by context: with pruning the same Pareto
+// fronts value for value (and every kept pmapping re-evaluates to its criteria with the scalar
+// fused model); without pruning the same set of distinct criteria (every tile mapping the
+// reference evaluates has an equally costed one in the fast generator's reduced loop orders).
+void check_fast_against_reference(const Workload& w, const Core& c, PmappingOptions o) {
+  const std::vector<int> tracked = tracked_levels(c);
+  int64_t fast_evaluated = 0, ref_evaluated = 0, fronts = 0;
+  for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
+    for (bool prune : {true, false}) {
+      o.prune = prune;
+      const std::vector<PmappingContext> ctx = make_contexts(w, i, c, o);
+      const EinsumPmappings fast = generate_pmappings(w, i, c, o, ctx);
+      const EinsumPmappings ref = generate_pmappings_reference(w, i, c, o, ctx);
+      REQUIRE(fast.pmappings.size() == ref.pmappings.size());
+      fast_evaluated += fast.evaluated;
+      ref_evaluated += ref.evaluated;
+      for (size_t k = 0; k < ctx.size(); ++k) {
+        std::vector<Criteria> a = criteria(fast.pmappings[k]), b = criteria(ref.pmappings[k]);
+        if (prune) {
+          CHECK(a == b);  // both sorted by criteria
+          fronts += !a.empty();
+          // Kept pmappings re-evaluated one by one with the scalar model.
+          const Einsum tile = tile_einsum(w.einsums[i], ctx[k].shared);
+          const EvalPlan plan = compile_plan(tile, c);
+          for (const Pmapping& p : fast.pmappings[k]) {
+            const FlatMapping fm = flatten_fused(p.mapping, ctx[k].fused, static_cast<int>(c.levels.size()));
+            const NestStructure s = analyze(plan, fm);
+            int64_t f[kMaxLoops];
+            for (int q = 0; q < fm.n_loops; ++q) f[q] = fm.loops[q].factor;
+            FusedEinsumCost fc;
+            CostResult scratch;
+            evaluate_fused_einsum(plan, s, f, ctx[k].fused, fc, scratch);
+            CHECK(fc.tile.valid());
+            CHECK(fc.energy_pj == p.energy_pj);
+            CHECK(fc.cycles == p.cycles);
+            CHECK(fc.own == p.own);
+          }
+        } else {
+          const std::set<Criteria> sa(a.begin(), a.end()), sb(b.begin(), b.end());
+          CHECK(sa == sb);
+          CHECK(a.size() <= b.size());
+        }
+      }
+    }
+  }
+  MESSAGE(w.einsums.size() << " Einsums: fast generator evaluated " << fast_evaluated << " tile mappings, the reference "
+                           << ref_evaluated << "; " << fronts << " non-empty fronts compared");
+  CHECK(fronts > 0);
+}
+
+}  // namespace
+
+TEST_CASE("ffm: the fast pmapping generator gives the reference generator's pmappings") {
+  check_fast_against_reference(chain(4, {{2, 2}, {2, 2}}), ffm_test_core(12, 3), {});
+  check_fast_against_reference(chain(8, {{4, 4}, {4, 8}}), ffm_test_core(64, 4, 4), {});
+  PmappingOptions rank_order;
+  rank_order.explore_orders = false;
+  check_fast_against_reference(chain(8, {{4, 4}, {4, 8}}), ffm_test_core(64, 4, 4), rank_order);
+  check_fast_against_reference(residual(2, 2), ffm_test_core(9, 1), rank_order);
+}
+
+TEST_CASE("ffm: pmapping generation gives the same pmappings on 1 and 2 threads") {
+  const Workload w = chain(8, {{8, 4}, {4, 8}});
+  const Core c = ffm_test_core(96, 8, 4);
+  const int saved = omp_get_max_threads();
+  std::vector<EinsumPmappings> runs[2];
+  for (int t : {1, 2}) {
+    omp_set_num_threads(t);
+    for (int i = 0; i < 2; ++i) runs[t - 1].push_back(generate_pmappings(w, i, c, {}));
+  }
+  omp_set_num_threads(saved);
+  int64_t compared = 0;
+  for (int i = 0; i < 2; ++i) {
+    const EinsumPmappings &a = runs[0][i], &b = runs[1][i];
+    CHECK(a.evaluated == b.evaluated);
+    REQUIRE(a.pmappings.size() == b.pmappings.size());
+    for (size_t k = 0; k < a.pmappings.size(); ++k) {
+      REQUIRE(a.pmappings[k].size() == b.pmappings[k].size());
+      for (size_t j = 0; j < a.pmappings[k].size(); ++j) {
+        CHECK(a.pmappings[k][j].energy_pj == b.pmappings[k][j].energy_pj);
+        CHECK(a.pmappings[k][j].cycles == b.pmappings[k][j].cycles);
+        CHECK(a.pmappings[k][j].own == b.pmappings[k][j].own);
+        CHECK(a.pmappings[k][j].mapping == b.pmappings[k][j].mapping);  // ties broken the same way
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 50);
+  // And the final result of the whole search.
+  omp_set_num_threads(1);
+  const FfmResult r1 = ffm_search(w, c);
+  omp_set_num_threads(2);
+  const FfmResult r2 = ffm_search(w, c);
+  omp_set_num_threads(saved);
+  CHECK(points(r1) == points(r2));
+  REQUIRE(r1.pareto.size() == r2.pareto.size());
+  for (size_t j = 0; j < r1.pareto.size(); ++j) {
+    const LoopTree &t1 = r1.pareto[j].tree, &t2 = r2.pareto[j].tree;
+    REQUIRE(t1.groups.size() == t2.groups.size());
+    for (size_t g = 0; g < t1.groups.size(); ++g) {
+      CHECK(t1.groups[g].einsums == t2.groups[g].einsums);
+      CHECK(t1.groups[g].mappings == t2.groups[g].mappings);
+      CHECK(t1.groups[g].shared_loops.size() == t2.groups[g].shared_loops.size());
+    }
+  }
 }

@@ -1,11 +1,16 @@
 #include "engine/search/ffm/pmappings.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <numeric>
 
 #include "engine/common/error.hpp"
 #include "engine/search/ffm/pareto.hpp"
+#include "engine/search/lane_batch.hpp"
 #include "engine/search/mapspace.hpp"
+
+#include <omp.h>
 
 namespace mapfuse::ffm {
 
@@ -284,8 +289,8 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   return generate_pmappings(w, ei, c, o, make_contexts(w, ei, c, o));
 }
 
-EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
-                                   std::vector<PmappingContext> contexts) {
+EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
+                                             std::vector<PmappingContext> contexts) {
   const Einsum& e = w.einsums[ei];
   const int L = static_cast<int>(c.levels.size());
   const std::vector<int> tracked = tracked_levels(c);
@@ -331,6 +336,227 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
       for (size_t i : keep) kept.push_back(std::move(list[i]));
       list = std::move(kept);
     }
+    out.kept += static_cast<int64_t>(list.size());
+  }
+  return out;
+}
+
+namespace {
+
+// One context's pmappings as one thread finds them: with pruning, the Pareto front on (energy,
+// latency, own words per bounded level), ties (equal criteria) going to the smaller
+// TileCandidate::key; without, every structurally valid tile mapping.
+struct PmappingSink final : TileSink {
+  struct Entry {
+    std::array<double, 2 + kMaxLevels> crit{};
+    TileCandidate::Key key{};
+    Pmapping pm;
+  };
+  const Einsum& e;
+  const Core& c;
+  const PmappingContext& ctx;
+  const std::vector<int>& tracked;
+  bool prune;
+  int L, T, K;
+  std::vector<Entry> list;  // with pruning: the front, by energy ascending
+  TileCandidate::Key scratch_key{};
+
+  PmappingSink(const Einsum& e_, const Core& c_, const PmappingContext& ctx_, const std::vector<int>& tracked_, bool prune_)
+      : e(e_), c(c_), ctx(ctx_), tracked(tracked_), prune(prune_) {
+    L = static_cast<int>(c.levels.size());
+    T = static_cast<int>(e.tensors.size());
+    K = 2 + static_cast<int>(tracked.size());
+  }
+
+  void consume(const TileCandidate& cand, const CompactCost& cost) override {
+    // Capacity is decided on the reservations of the whole group (evaluate_fused_einsum).
+    if (cost.invalid != Invalid::None && cost.invalid != Invalid::CapacityExceeded) return;
+    // The branch's words per level, as the model counts the tiles it keeps (level_occupancy),
+    // without the exchanged tiles at b.
+    const int b = ctx.fused.backing_level;
+    const TensorMask onchip = b >= 0 ? ctx.fused.onchip : TensorMask{0};
+    std::array<int64_t, kMaxLevels> own{};
+    int64_t exchanged = 0;
+    int64_t ext[kMaxRanks];
+    for (int r = 0; r < kMaxRanks; ++r) ext[r] = 1;
+    const int R = static_cast<int>(e.ranks.size());
+    for (int l = 0; l < L; ++l) {
+      for (int r = 0; r < R; ++r)
+        ext[r] *= cand.factor(l, LoopKind::Temporal, r) * cand.factor(l, LoopKind::SpatialX, r) *
+                  cand.factor(l, LoopKind::SpatialY, r);
+      TensorMask keep = (*cand.keep)[l];
+      if (l == L - 1) keep = static_cast<TensorMask>(keep & ~onchip);
+      for (int t = 0; t < T; ++t) {
+        if (!(keep >> t & 1)) continue;
+        int64_t v = 1;
+        for (const auto& dim : e.tensors[t].dims) v *= Einsum::dim_extent(dim, ext);
+        if (l == b && (onchip >> t & 1)) exchanged += v;
+        else own[l] += v;
+      }
+    }
+    if (prune)  // the branch holds at least its own tiles and the exchanged tiles it touches
+      for (int l : tracked)
+        if ((own[l] + (l == b ? exchanged : 0)) * c.levels[l].multiple_buffering > c.levels[l].entries) return;
+    const double it = static_cast<double>(ctx.fused.iterations);
+    std::array<double, 2 + kMaxLevels> crit;
+    crit[0] = cost.energy_pj * it;
+    crit[1] = cost.cycles * it;
+    for (size_t j = 0; j < tracked.size(); ++j) crit[2 + j] = static_cast<double>(own[tracked[j]]);
+    if (prune && dominated(crit)) return;  // cheap rejection before anything is built
+    Entry x;
+    x.crit = crit;
+    x.pm.energy_pj = crit[0];
+    x.pm.cycles = crit[1];
+    x.pm.own = own;
+    if (!prune) {
+      cand.key(x.key);
+      x.pm.mapping = cand.build();
+      list.push_back(std::move(x));
+      return;
+    }
+    insert(x, &cand);
+  }
+
+  // Strictly dominated by a point of the front (equal criteria are not: they tie).
+  bool dominated(const std::array<double, 2 + kMaxLevels>& c) const {
+    for (const Entry& p : list) {
+      if (p.crit[0] > c[0]) break;
+      bool le = true, eq = p.crit[0] == c[0];
+      for (int k = 1; k < K && le; ++k) le = p.crit[k] <= c[k], eq = eq && p.crit[k] == c[k];
+      if (le && !eq) return true;
+    }
+    return false;
+  }
+
+  // Front insertion of x (criteria and pmapping without its Mapping, built here from `cand` only
+  // if x is kept); `cand` is null when x already carries its key and Mapping (merging).
+  void insert(Entry& x, const TileCandidate* cand) {
+    const double en = x.crit[0];
+    const auto upper = std::upper_bound(list.begin(), list.end(), en, [](double v, const Entry& p) { return v < p.crit[0]; });
+    for (auto it = list.begin(); it != upper; ++it) {
+      bool le = true, eq = true;
+      for (int k = 1; k < K && le; ++k) {
+        le = it->crit[k] <= x.crit[k];
+        eq = eq && it->crit[k] == x.crit[k];
+      }
+      if (!le) continue;
+      if (!(eq && it->crit[0] == en)) return;  // dominated
+      // Equal criteria: the smaller key wins.
+      if (cand) cand->key(scratch_key);
+      const TileCandidate::Key& k = cand ? scratch_key : x.key;
+      if (k < it->key) {
+        it->key = k;
+        it->pm = std::move(x.pm);
+        if (cand) it->pm.mapping = cand->build();
+      }
+      return;
+    }
+    // x dominates the points with energy >= its own and every other criterion >= its own.
+    const auto lower = std::lower_bound(list.begin(), list.end(), en, [](const Entry& p, double v) { return p.crit[0] < v; });
+    auto out = lower;
+    for (auto it = lower; it != list.end(); ++it) {
+      bool ge = true;
+      for (int k = 1; k < K && ge; ++k) ge = it->crit[k] >= x.crit[k];
+      if (!ge) {
+        if (out != it) *out = std::move(*it);
+        ++out;
+      }
+    }
+    list.erase(out, list.end());
+    if (cand) {
+      cand->key(x.key);
+      x.pm.mapping = cand->build();
+    }
+    const auto at = std::upper_bound(list.begin(), list.end(), en, [](double v, const Entry& p) { return v < p.crit[0]; });
+    list.insert(at, std::move(x));
+  }
+};
+
+}  // namespace
+
+EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
+                                   std::vector<PmappingContext> contexts) {
+  const Einsum& e = w.einsums[ei];
+  const std::vector<int> tracked = tracked_levels(c);
+  EinsumPmappings out;
+  out.einsum = ei;
+  out.contexts = std::move(contexts);
+  const size_t K = out.contexts.size();
+  out.pmappings.resize(K);
+  Mapspace space;  // rank order only: one fixed order per level
+  if (!o.explore_orders) {
+    std::vector<int> all(e.ranks.size());
+    std::iota(all.begin(), all.end(), 0);
+    space.levels.resize(c.levels.size());
+    for (LevelConstraints& lc : space.levels) lc.order = all;
+  }
+  std::atomic<int64_t> budget{0};
+  std::atomic<bool> over{false};
+  std::vector<Einsum> tiles;
+  tiles.reserve(K);
+  std::vector<std::unique_ptr<TileSearch>> searches;
+  std::vector<std::pair<uint32_t, uint32_t>> items;  // (context, root)
+  for (size_t k = 0; k < K; ++k) {
+    const PmappingContext& ctx = out.contexts[k];
+    tiles.push_back(tile_einsum(e, ctx.shared));
+    TileSearchSpec spec;
+    spec.top = ctx.top_level;
+    spec.backing_level = ctx.fused.backing_level;
+    spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
+    spec.prune = o.prune;
+    spec.reduce_orders = o.reduce_orders;
+    spec.merge_supports = true;
+    spec.max_evaluations = o.max_evaluations;
+    spec.budget = &budget;
+    spec.over = &over;
+    searches.push_back(std::make_unique<TileSearch>(tiles.back(), c, space, spec));
+    for (size_t i = 0; i < searches.back()->roots(); ++i)
+      items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
+  }
+  const int threads = omp_get_max_threads();
+  // Sinks per thread and context, made when a thread first works on the context.
+  std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
+  for (auto& v : sinks) v.resize(K);
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0;
+#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls)
+  {
+    auto& mine = sinks[static_cast<size_t>(omp_get_thread_num())];
+    TileWorker worker;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t n = 0; n < static_cast<int64_t>(items.size()); ++n) {
+      const auto [k, i] = items[static_cast<size_t>(n)];
+      if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
+      worker.run(*searches[k], i, *mine[k]);
+    }
+    worker.finish();
+    evaluated += worker.evaluated;
+    pruned += worker.pruned;
+    lane_calls += worker.lane_calls;
+  }
+  if (over.load())
+    throw InputError({}, "ffm", "Einsum '" + e.name + "' has more than " + std::to_string(o.max_evaluations) +
+                                    " pmappings to evaluate; narrow the mapspace or raise the limit");
+  out.evaluated = evaluated;
+  out.capacity_pruned = pruned;
+  out.lane_calls = lane_calls;
+  for (size_t k = 0; k < K; ++k) {
+    PmappingSink merged(tiles[k], c, out.contexts[k], tracked, o.prune);
+    for (auto& v : sinks)
+      if (v[k]) {
+        if (o.prune)
+          for (PmappingSink::Entry& x : v[k]->list) merged.insert(x, nullptr);
+        else
+          for (PmappingSink::Entry& x : v[k]->list) merged.list.push_back(std::move(x));
+        v[k].reset();
+      }
+    std::sort(merged.list.begin(), merged.list.end(), [&](const PmappingSink::Entry& a, const PmappingSink::Entry& b) {
+      for (int j = 0; j < merged.K; ++j)
+        if (a.crit[j] != b.crit[j]) return a.crit[j] < b.crit[j];
+      return a.key < b.key;
+    });
+    std::vector<Pmapping>& list = out.pmappings[k];
+    list.reserve(merged.list.size());
+    for (PmappingSink::Entry& x : merged.list) list.push_back(std::move(x.pm));
     out.kept += static_cast<int64_t>(list.size());
   }
   return out;

@@ -48,6 +48,7 @@ struct Pmapping {
 
 struct PmappingOptions {
   bool explore_orders = true;  // every temporal loop order per level; false: rank order only
+  bool reduce_orders = true;   // one order per class of orders with equal reuse (exact; false: testing)
   bool prune = true;           // capacity pruning while enumerating and Pareto pruning per context
   bool allow_fusion = true;    // false: only the unfused context
   int64_t max_evaluations = 0; // InputError beyond this many evaluations per Einsum; 0 = no limit
@@ -60,6 +61,7 @@ struct EinsumPmappings {
   int64_t evaluated = 0;        // tile mappings evaluated
   int64_t capacity_pruned = 0;  // partial tile mappings cut at a full level
   int64_t kept = 0;             // after Pareto pruning
+  int64_t lane_calls = 0;       // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
 };
 
 // Every context of an Einsum: unfused, and for each non-empty set of its intermediate tensors,
@@ -75,10 +77,22 @@ int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const Pmappin
                                 const PmappingOptions& o, const std::function<void(const Mapping&)>& emit);
 
 // Generation with evaluation and (o.prune) Pareto pruning per context: every context of
-// make_contexts, or the given ones.
+// make_contexts, or the given ones. Tile mappings are enumerated and evaluated as by the
+// exhaustive mapper (engine/search/lane_batch.hpp: divisor tables, capacity pruning innermost
+// level first, loop-order classes, SIMD lanes per support), OpenMP over (context, innermost level
+// choice). Each context's pmappings come sorted by criteria; among pmappings with equal criteria
+// the one first in TileCandidate::key order is kept, so the result is the same for any number of
+// threads.
 EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c, const PmappingOptions& o);
 EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c, const PmappingOptions& o,
                                    std::vector<PmappingContext> contexts);
+
+// The straightforward generator the fast one replaced (one Mapping, analysis and scalar evaluation
+// per tile mapping, every loop order when o.explore_orders, no threads), kept as the reference the tests compare with.
+// Same contexts, same pmappings' criteria; among pmappings with equal criteria it keeps the first
+// it meets.
+EinsumPmappings generate_pmappings_reference(const Workload& w, int einsum, const Core& c, const PmappingOptions& o,
+                                             std::vector<PmappingContext> contexts);
 
 // Drops, in place, every context with a shared tensor whose compatibility no context of the
 // tensor's producer or of one of its consumers offers (repeated until nothing changes): such

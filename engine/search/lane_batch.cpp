@@ -1,0 +1,561 @@
+#include "engine/search/lane_batch.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <string>
+
+#include "engine/common/error.hpp"
+
+namespace mapfuse {
+
+TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, const TileSearchSpec& spec)
+    : e_(e), c_(c), space_(space), spec_(spec), plan_(compile_plan(e, c)) {
+  L = static_cast<int>(c.levels.size());
+  R = static_cast<int>(e.ranks.size());
+  T = static_cast<int>(e.tensors.size());
+  top = spec.top < 0 ? L - 1 : spec.top;
+  budget_ = spec.budget ? spec.budget : &own_budget;
+  over_ = spec.over ? spec.over : &own_over;
+  x_ok.assign(L, 0);
+  y_ok.assign(L, 0);
+  for (int l = 0; l < L; ++l) {
+    const Fanout& f = c.levels[l].fanout;
+    for (int r = 0; r < R; ++r) {
+      if (axis_accepts(f, LoopKind::SpatialX, e, r)) x_ok[l] |= 1u << r;
+      if (axis_accepts(f, LoopKind::SpatialY, e, r)) y_ok[l] |= 1u << r;
+    }
+    if (const LevelConstraints* lc = constraint(l)) {
+      if (lc->spatial_x) x_ok[l] &= *lc->spatial_x;
+      if (lc->spatial_y) y_ok[l] &= *lc->spatial_y;
+    }
+  }
+  // How each rank acts on each tensor's refills (see order_signature): 0 = the tensor does not
+  // index it, 1 = it moves only dimensions without a sliding window, 2 = it moves a sliding-window
+  // dimension (two ranks of size > 1 in one dimension). `plain[t]` = no rank of the tensor is in
+  // several dimensions, so the reduction is exact for it.
+  rank_class.assign(T, {});
+  plain.assign(T, true);
+  for (int t = 0; t < T; ++t) {
+    std::array<int, kMaxRanks> dims_of{};
+    for (const auto& dim : e.tensors[t].dims) {
+      int live = 0;
+      for (const auto& term : dim) live += e.ranks[term.rank].size > 1;
+      for (const auto& term : dim) {
+        ++dims_of[term.rank];
+        rank_class[t][term.rank] = std::max<uint8_t>(rank_class[t][term.rank], live > 1 ? 2 : 1);
+      }
+    }
+    for (int r = 0; r < R; ++r) plain[t] = plain[t] && dims_of[r] <= 1;
+  }
+  // Temporal factor bounds per (level, rank), from the constraints: a rank a fixed order does not
+  // list may only take 1.
+  for (int l = 0; l < L; ++l)
+    for (int r = 0; r < R; ++r) {
+      int64_t lo = 1, hi = e.ranks[r].size;
+      if (const LevelConstraints* lc = constraint(l)) {
+        if (lc->order && std::find(lc->order->begin(), lc->order->end(), r) == lc->order->end()) hi = 1;
+        if (r < static_cast<int>(lc->min_factor.size()) && lc->min_factor[r]) lo = std::max(lo, *lc->min_factor[r]);
+        if (r < static_cast<int>(lc->max_factor.size()) && lc->max_factor[r]) hi = std::min(hi, *lc->max_factor[r]);
+      }
+      t_min[l][r] = lo;
+      t_max[l][r] = hi;
+    }
+  // Divisors of every divisor of every rank size, worked out once.
+  int64_t max_size = 1;
+  for (int r = 0; r < R; ++r) max_size = std::max(max_size, e.ranks[r].size);
+  if (max_size > (int64_t{1} << 26)) throw InputError({}, "mapping", "rank size above 2^26");
+  divisor_index.assign(static_cast<size_t>(max_size) + 1, -1);
+  auto add_divisors = [&](int64_t d) {
+    if (divisor_index[static_cast<size_t>(d)] >= 0) return;
+    divisor_index[static_cast<size_t>(d)] = static_cast<int32_t>(divisor_lists.size());
+    divisor_lists.push_back(divisors(d));
+  };
+  add_divisors(1);
+  for (int r = 0; r < R; ++r)
+    for (int64_t d : divisors(e.ranks[r].size)) add_divisors(d);
+  // Kept-tensor choices per level: the outermost keeps all; others any subset their roles (or a
+  // constraint) allow. Fused: the backing level keeps the on-chip tensors, the levels between it
+  // and the outermost keep nothing.
+  keep_options.assign(L, {});
+  const TensorMask all = static_cast<TensorMask>((1u << T) - 1);
+  const int b = spec.backing_level;
+  for (int l = 0; l < L; ++l) {
+    TensorMask allowed = 0;
+    for (int t = 0; t < T; ++t)
+      if (c.levels[l].may_keep & role_bit(e.tensors[t].role)) allowed |= static_cast<TensorMask>(1u << t);
+    const LevelConstraints* lc = constraint(l);
+    if (l == L - 1) keep_options[l] = {all};
+    else if (b >= 0 && l > b) keep_options[l] = {0};
+    else if (lc && lc->keep) keep_options[l] = {static_cast<TensorMask>(*lc->keep)};
+    else
+      for (unsigned m = 0; m <= all; ++m)
+        if ((m & allowed) == m) keep_options[l].push_back(static_cast<TensorMask>(m));
+    if (b >= 0 && l == b)
+      std::erase_if(keep_options[l], [&](TensorMask m) { return (m & spec.onchip_backing) != spec.onchip_backing; });
+  }
+  if (spec.merge_supports) {
+    int loops = 0;
+    for (int l = 0; l <= top && l < L; ++l) {
+      for (int r = 0; r < R; ++r)
+        if (e.ranks[r].size > 1 && t_max[l][r] > 1) loopable[l] |= 1u << r;
+      loops += std::popcount(loopable[l]) + std::popcount(x_ok[l]) + std::popcount(y_ok[l]);
+    }
+    merge = loops <= kMaxLoops;
+  }
+  std::array<int64_t, kMaxRanks> remaining{};
+  for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
+  std::vector<LevelChoice> first;
+  level_choices(0, remaining, first);
+  for (const LevelChoice& ch : first)
+    for (TensorMask keep : keep_options[0]) {
+      roots_.push_back(ch);
+      roots_.back().keep = keep;
+    }
+}
+
+// A level's loop order matters to the cost model only through the refills of the tiles of
+// tensors kept below it. For one tensor, walking the level's loops from the inside: a loop over a
+// rank that moves only window-free dimensions ends every reuse (its step can never be undone, and
+// a tile moved by a full extent shares nothing), so the order of the loops outside the innermost
+// such loop is irrelevant; inside it, what matters is the sequence of sliding-window ranks and,
+// between them, the sets of ranks the tensor does not index (only their product counts). Orders
+// with the same signature for every tensor cost the same.
+std::vector<int> TileSearch::order_signature(const std::vector<int>& order, uint32_t below) const {
+  std::vector<int> sig;
+  for (int t = 0; t < T; ++t) {
+    if (!(below >> t & 1)) continue;
+    sig.push_back(-1 - t);
+    if (!plain[t]) {  // no reduction for this tensor: the whole order counts
+      sig.insert(sig.end(), order.begin(), order.end());
+      continue;
+    }
+    int irrelevant_set = 0;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int cls = rank_class[t][*it];
+      if (cls == 0) {
+        irrelevant_set |= 1 << *it;
+        continue;
+      }
+      sig.push_back(1000 + irrelevant_set);
+      irrelevant_set = 0;
+      if (cls == 1) break;  // nothing outside a window-free step matters
+      sig.push_back(*it);
+    }
+    sig.push_back(1000 + irrelevant_set);
+  }
+  return sig;
+}
+
+// All factor choices of level l given what remains of each rank (keep is set by the caller).
+// The top level takes the rest of every rank; above it everything is 1.
+void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining,
+                               std::vector<LevelChoice>& out) const {
+  out.clear();
+  const bool outermost = l >= top;
+  LevelChoice cur;
+  const int64_t fx_max = c_.levels[l].fanout.x, fy_max = c_.levels[l].fanout.y;
+  auto temporal_ok = [&](int r, int64_t f) { return f >= t_min[l][r] && f <= t_max[l][r]; };
+  auto rec = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
+    if (r == R) {
+      out.push_back(cur);
+      return;
+    }
+    for (int64_t sx : divs(remaining[r])) {
+      if (sx > 1 && (l > top || !(x_ok[l] >> r & 1) || used_x * sx > fx_max)) break;
+      for (int64_t sy : divs(remaining[r] / sx)) {
+        if (sy > 1 && (l > top || !(y_ok[l] >> r & 1) || used_y * sy > fy_max)) break;
+        const int64_t rest = remaining[r] / sx / sy;
+        auto take = [&](int64_t t) {
+          if (!temporal_ok(r, t)) return;
+          cur.t[r] = t;
+          cur.x[r] = sx;
+          cur.y[r] = sy;
+          self(self, r + 1, used_x * sx, used_y * sy);
+        };
+        if (outermost) take(rest);
+        else
+          for (int64_t t : divs(rest)) {
+            if (t > t_max[l][r]) break;  // divisors ascend
+            take(t);
+          }
+      }
+    }
+  };
+  rec(rec, 0, 1, 1);
+}
+
+// Does level l hold its kept tiles for the chosen inner levels (its tile spans levels <= l)?
+bool TileSearch::fits(const LevelChoice* chosen, int l) const {
+  const Level& lv = c_.levels[l];
+  if (lv.entries == 0) return true;
+  int64_t ext[kMaxRanks];
+  for (int r = 0; r < R; ++r) {
+    ext[r] = 1;
+    for (int i = 0; i <= l; ++i) ext[r] *= chosen[i].t[r] * chosen[i].x[r] * chosen[i].y[r];
+  }
+  int64_t words = 0;
+  for (int t = 0; t < T; ++t) {
+    if (!(chosen[l].keep >> t & 1)) continue;
+    int64_t v = 1;
+    for (const auto& dim : e_.tensors[t].dims) v *= Einsum::dim_extent(dim, ext);
+    words += v;
+  }
+  return words * lv.multiple_buffering <= lv.entries;
+}
+
+Mapping TileCandidate::build() const {
+  const int L = search->L, R = search->R;
+  Mapping m;
+  m.levels.resize(L);
+  for (int l = 0; l < L; ++l) {
+    LevelMapping& lm = m.levels[l];
+    lm.keep = (*keep)[l];
+    for (int r : *(*order)[l])
+      if (factor(l, LoopKind::Temporal, r) > 1) lm.loops.push_back({r, factor(l, LoopKind::Temporal, r), LoopKind::Temporal});
+    for (LoopKind k : {LoopKind::SpatialX, LoopKind::SpatialY})
+      for (int r = 0; r < R; ++r)
+        if (factor(l, k, r) > 1) lm.loops.push_back({r, factor(l, k, r), k});
+  }
+  return m;
+}
+
+void TileCandidate::key(Key& out) const {
+  const int L = search->L, R = search->R;
+  out.fill(0);
+  int n = 0;
+  for (int l = L - 1; l >= 0; --l) {
+    out[n++] = (*keep)[l];
+    const std::vector<int>& ord = *(*order)[l];
+    int32_t& len = out[n++];
+    for (int r : ord)
+      if (factors[slot(l, LoopKind::Temporal, r)] > 1) out[n++] = r, out[n++] = factors[slot(l, LoopKind::Temporal, r)], ++len;
+    for (int r = 0; r < R; ++r)
+      out[n++] = factors[slot(l, LoopKind::SpatialX, r)], out[n++] = factors[slot(l, LoopKind::SpatialY, r)];
+  }
+}
+
+// ---- Buckets ------------------------------------------------------------------------------
+
+namespace {
+
+// Support of a complete choice: per level, temporal | x << 8 | y << 16 | keep << 24.
+// Merged mode (TileSearchSpec::merge_supports): temporal bits are 0 and o[l] is the level's whole
+// temporal loop list, 4 bits per rank (rank + 1), innermost rank in the top nibble used.
+struct Support {
+  std::array<uint32_t, kMaxLevels> w{};
+  std::array<uint32_t, kMaxLevels> o{};
+  bool operator==(const Support&) const = default;
+};
+struct SupportHash {
+  size_t operator()(const Support& k) const {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint32_t v : k.w) h = (h ^ v) * 0x100000001B3ull, h ^= h >> 29;
+    for (uint32_t v : k.o) h = (h ^ v) * 0x100000001B3ull, h ^= h >> 29;
+    return static_cast<size_t>(h);
+  }
+};
+// Parked choices live in one pool per worker: bucket i holds kLanes choices of W = 3 * L * R
+// factors each (slot order of TileCandidate). The pool bounds how many buckets may be live at once
+// (partial ones are then flushed); more live buckets fill more lanes when supports are many.
+constexpr size_t kPoolWords = size_t{4} << 20;  // 16 MB per worker
+
+}  // namespace
+
+struct TileWorker::State {
+  const TileSearch* s = nullptr;
+  TileSink* sink = nullptr;
+  TileWorker* owner = nullptr;
+  std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see order_classes()
+  std::unordered_map<Support, uint32_t, SupportHash> bucket_of;
+  std::vector<int> counts;  // per live bucket
+  std::vector<Support> bucket_support;
+  std::unique_ptr<int32_t[]> pool;  // uninitialised; only written slots are read
+  size_t W = 0, max_live = 0;
+  std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
+  std::array<LevelChoice, kMaxLevels> chosen{};
+  std::array<std::vector<int>, kMaxLevels> merged_orders;
+  std::array<std::vector<std::vector<int>>, kMaxLevels> merged_class;
+
+  // One order per class of temporal orders of `ranks` at level l that cost the same (or every
+  // order), given the tensors kept below l. Worked out once per (level, ranks, below).
+  // Direct-mapped front of the cache: (level, below, iterated) -> classes.
+  std::vector<const std::vector<std::vector<int>>*> order_fast =
+      std::vector<const std::vector<std::vector<int>>*>(kMaxLevels << (kMaxTensors + kMaxRanks), nullptr);
+
+  const std::vector<std::vector<int>>& order_classes(int l, const std::vector<int>& ranks, uint32_t below) {
+    uint32_t iterated = 0;
+    for (int r : ranks) iterated |= 1u << r;
+    const size_t fast = (static_cast<size_t>(l) << (kMaxTensors + kMaxRanks)) | (below << kMaxRanks) | iterated;
+    if (const auto* hit = order_fast[fast]) return *hit;
+    const LevelConstraints* lc = s->constraint(l);
+    const bool fixed = lc && lc->order;
+    const uint64_t key = (uint64_t(l) << 40) | (uint64_t(below) << 32) | (uint64_t(fixed) << 31) | iterated;
+    auto [it, fresh] = orders.try_emplace(key);
+    if (fresh) {
+      std::vector<int> order = ranks;
+      std::vector<std::vector<int>> seen;
+      if (fixed) {
+        it->second.push_back(order);
+      } else {
+        do {
+          if (s->spec_.reduce_orders) {
+            std::vector<int> sig = s->order_signature(order, below);
+            if (std::find(seen.begin(), seen.end(), sig) != seen.end()) continue;
+            seen.push_back(std::move(sig));
+          }
+          it->second.push_back(order);
+        } while (std::next_permutation(order.begin(), order.end()));
+      }
+    }
+    order_fast[fast] = &it->second;
+    return it->second;
+  }
+
+  // Merged mode: one parked copy per order class combination of the choice, in the bucket of its
+  // whole loop structure (class representative, then the level's other loopable ranks at factor
+  // 1, which the model treats as no loop), so choices of different supports share SIMD calls.
+  std::array<const std::vector<std::vector<int>>*, kMaxLevels> park_classes{};
+  std::vector<int> park_ranks;
+
+  void park_merged() {
+    const int L = s->L, R = s->R;
+    Support key;
+    uint32_t below = 0;
+    int64_t combos = 1;
+    for (int l = 0; l < L; ++l) {
+      const LevelChoice& ch = chosen[l];
+      uint32_t t = 0, x = 0, y = 0;
+      for (int r = 0; r < R; ++r) {
+        t |= uint32_t(ch.t[r] > 1) << r;
+        x |= uint32_t(ch.x[r] > 1) << r;
+        y |= uint32_t(ch.y[r] > 1) << r;
+      }
+      key.w[l] = x << 8 | y << 16 | uint32_t(ch.keep) << 24;
+      park_ranks.clear();
+      const LevelConstraints* lc = s->constraint(l);
+      if (lc && lc->order) {
+        for (int r : *lc->order)
+          if (t >> r & 1) park_ranks.push_back(r);
+      } else {
+        for (int r = 0; r < R; ++r)
+          if (t >> r & 1) park_ranks.push_back(r);
+      }
+      park_classes[l] = &order_classes(l, park_ranks, below);
+      combos *= static_cast<int64_t>(park_classes[l]->size());
+      below |= ch.keep;
+    }
+    std::array<size_t, kMaxLevels> pick{};
+    for (int64_t combo = 0; combo < combos; ++combo) {
+      for (int l = 0; l < L; ++l) {
+        uint32_t code = 0, used = 0;
+        int shift = 0;
+        for (int r : (*park_classes[l])[pick[l]]) code |= uint32_t(r + 1) << shift, shift += 4, used |= 1u << r;
+        for (int r = 0; r < R; ++r)
+          if ((s->loopable[l] >> r & 1) && !(used >> r & 1)) code |= uint32_t(r + 1) << shift, shift += 4;
+        key.o[l] = code;
+      }
+      put(key);
+      for (int l = 0; l < L; ++l) {
+        if (++pick[l] < park_classes[l]->size()) break;
+        pick[l] = 0;
+      }
+    }
+  }
+
+  void park() {
+    if (s->merge) {
+      park_merged();
+      return;
+    }
+    const int L = s->L, R = s->R;
+    Support key;
+    for (int l = 0; l < L; ++l) {
+      uint32_t t = 0, x = 0, y = 0;
+      const LevelChoice& ch = chosen[l];
+      for (int r = 0; r < R; ++r) {
+        t |= uint32_t(ch.t[r] > 1) << r;
+        x |= uint32_t(ch.x[r] > 1) << r;
+        y |= uint32_t(ch.y[r] > 1) << r;
+      }
+      key.w[l] = t | x << 8 | y << 16 | uint32_t(ch.keep) << 24;
+    }
+    put(key);
+  }
+
+  void put(const Support& key) {
+    const int L = s->L, R = s->R;
+    auto it = bucket_of.find(key);
+    if (it == bucket_of.end()) {
+      if (counts.size() == max_live) flush_all();
+      it = bucket_of.emplace(key, static_cast<uint32_t>(counts.size())).first;
+      counts.push_back(0);
+      bucket_support.push_back(key);
+    }
+    const size_t bi = it->second;
+    int32_t* f = pool.get() + (bi * kLanes + static_cast<size_t>(counts[bi]++)) * W;
+    for (int l = 0; l < L; ++l)
+      for (int r = 0; r < R; ++r) {
+        f[(l * 3 + 0) * R + r] = static_cast<int32_t>(chosen[l].t[r]);
+        f[(l * 3 + 1) * R + r] = static_cast<int32_t>(chosen[l].x[r]);
+        f[(l * 3 + 2) * R + r] = static_cast<int32_t>(chosen[l].y[r]);
+      }
+    if (counts[bi] == kLanes) {
+      flush(key, pool.get() + bi * kLanes * W, kLanes);
+      counts[bi] = 0;
+    }
+  }
+
+  void flush_all() {
+    for (size_t i = 0; i < counts.size(); ++i)
+      if (counts[i] > 0) flush(bucket_support[i], pool.get() + i * kLanes * W, counts[i]);
+    counts.clear();
+    bucket_support.clear();
+    bucket_of.clear();
+  }
+
+  // Evaluates the bucket's choices under every order combination of its support.
+  void flush(const Support& key, const int32_t* lanes, int count) {
+    const int L = s->L, R = s->R;
+    const TileSearchSpec& spec = s->spec_;
+    std::array<const std::vector<std::vector<int>>*, kMaxLevels> classes{};
+    std::array<TensorMask, kMaxLevels> keep{};
+    uint32_t below = 0;
+    int64_t combos = 1;
+    std::vector<int> ranks;
+    for (int l = 0; l < L; ++l) {
+      const uint32_t iterated = key.w[l] & 0xFF;
+      keep[l] = static_cast<TensorMask>(key.w[l] >> 24);
+      if (s->merge) {  // the structure is the key's: one combination
+        merged_orders[l].clear();
+        for (uint32_t code = key.o[l]; code; code >>= 4) merged_orders[l].push_back(static_cast<int>(code & 15) - 1);
+        merged_class[l].assign(1, merged_orders[l]);
+        classes[l] = &merged_class[l];
+        continue;
+      }
+      ranks.clear();
+      const LevelConstraints* lc = s->constraint(l);
+      if (lc && lc->order) {
+        for (int r : *lc->order)
+          if (iterated >> r & 1) ranks.push_back(r);
+      } else {
+        for (int r = 0; r < R; ++r)
+          if (iterated >> r & 1) ranks.push_back(r);
+      }
+      classes[l] = &order_classes(l, ranks, below);
+      combos *= static_cast<int64_t>(classes[l]->size());
+      below |= keep[l];
+    }
+    if (spec.max_evaluations > 0 &&
+        s->budget_->fetch_add(combos * count, std::memory_order_relaxed) + combos * count > spec.max_evaluations) {
+      s->over_->store(true, std::memory_order_relaxed);
+      return;
+    }
+    std::array<size_t, kMaxLevels> pick{};
+    std::array<const std::vector<int>*, kMaxLevels> order{};
+    FlatMapping fm;
+    LaneFactors lf;
+    CompactCost out[kLanes];
+    TileCandidate cand;
+    cand.search = s;
+    cand.R = R;
+    cand.order = &order;
+    cand.keep = &keep;
+    for (int64_t combo = 0; combo < combos; ++combo) {
+      // The combination's loop nest, outermost first, as flatten() lays it out.
+      fm = FlatMapping{};
+      fm.n_levels = static_cast<int8_t>(L);
+      for (int l = L - 1; l >= 0; --l) {
+        fm.keep[l] = keep[l];
+        order[l] = &(*classes[l])[pick[l]];
+        auto add = [&](int r, LoopKind k) {
+          if (fm.n_loops == kMaxLoops) throw InputError({}, "mapping", "more than " + std::to_string(kMaxLoops) + " loops");
+          fm.loops[fm.n_loops++] = {static_cast<int8_t>(l), static_cast<int8_t>(r), k, 2};
+        };
+        for (int r : *order[l]) add(r, LoopKind::Temporal);
+        for (int r = 0; r < R; ++r)
+          if (key.w[l] >> (8 + r) & 1) add(r, LoopKind::SpatialX);
+        for (int r = 0; r < R; ++r)
+          if (key.w[l] >> (16 + r) & 1) add(r, LoopKind::SpatialY);
+      }
+      if (spec.onchip_backing) {  // fused: the on-chip tensors are backed at their level, not DRAM
+        fm.keep[L - 1] = static_cast<TensorMask>(fm.keep[L - 1] & ~spec.onchip_backing);
+        fm.onchip_backing = spec.onchip_backing;
+      }
+      const NestStructure ns = analyze(s->plan_, fm);
+      for (int i = 0; i < fm.n_loops; ++i) {
+        const size_t sl = static_cast<size_t>(cand.slot(fm.loops[i].level, fm.loops[i].kind, fm.loops[i].rank));
+        for (int k = 0; k < count; ++k) lf[i][k] = lanes[static_cast<size_t>(k) * W + sl];
+      }
+      evaluate_lanes(s->plan_, ns, lf, count, out);
+      ++owner->lane_calls;
+      owner->evaluated += count;
+      for (int k = 0; k < count; ++k) {
+        cand.factors = lanes + static_cast<size_t>(k) * W;
+        sink->consume(cand, out[k]);
+      }
+      for (int l = 0; l < L; ++l) {  // next combination (odometer, level 0 fastest)
+        if (++pick[l] < classes[l]->size()) break;
+        pick[l] = 0;
+      }
+    }
+  }
+
+  void descend(int l, const std::array<int64_t, kMaxRanks>& remaining) {
+    if (s->over()) return;
+    if (l == s->L) {
+      park();
+      return;
+    }
+    std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
+    s->level_choices(l, remaining, choices);
+    for (const LevelChoice& ch : choices) {
+      std::array<int64_t, kMaxRanks> rest = remaining;
+      for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+      for (TensorMask keep : s->keep_options[l]) {
+        chosen[l] = ch;
+        chosen[l].keep = keep;
+        if (s->spec_.prune && !s->fits(chosen.data(), l)) {
+          ++owner->pruned;
+          continue;
+        }
+        descend(l + 1, rest);
+      }
+    }
+  }
+};
+
+TileWorker::TileWorker() : st_(std::make_unique<State>()) { st_->owner = this; }
+TileWorker::~TileWorker() = default;
+
+void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
+  State& st = *st_;
+  if (st.s != &s || st.sink != &sink) {
+    if (st.s) st.flush_all();
+    if (st.s != &s) {
+      st.orders.clear();
+      std::fill(st.order_fast.begin(), st.order_fast.end(), nullptr);
+    }
+    st.s = &s;
+    st.W = static_cast<size_t>(3 * s.L * s.R);
+    st.max_live = kPoolWords / (kLanes * st.W);
+    if (!st.pool) st.pool.reset(new int32_t[kPoolWords]);
+    st.sink = &sink;
+  }
+  if (s.over()) return;
+  const LevelChoice& root = s.roots_[i];
+  st.chosen[0] = root;
+  if (s.spec_.prune && !s.fits(st.chosen.data(), 0)) {
+    ++pruned;
+    return;
+  }
+  std::array<int64_t, kMaxRanks> rest{};
+  for (int r = 0; r < s.R; ++r) rest[r] = s.e_.ranks[r].size / (root.t[r] * root.x[r] * root.y[r]);
+  st.descend(1, rest);
+}
+
+void TileWorker::finish() {
+  if (st_->s) st_->flush_all();
+}
+
+}  // namespace mapfuse

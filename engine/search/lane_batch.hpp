@@ -1,0 +1,141 @@
+#pragma once
+// The enumerate-and-evaluate core shared by the exhaustive mapper (exhaustive.hpp) and FFM's
+// pmapping generation (ffm/pmappings.hpp): every factorisation of one Einsum's ranks over the
+// levels' temporal and spatial slots (divisor tables worked out once), every kept-tensor choice,
+// levels innermost first with exact capacity pruning, and every loop-order class that changes
+// reuse (order_signature, docs/mapper.md). Complete choices are parked in buckets by their
+// *support* (per level: iterated ranks, spread ranks, kept tensors); a full bucket is evaluated
+// once per loop-order class through the SIMD lane evaluator (evaluate_lanes, bit-identical to the
+// scalar model) and every lane is handed to a sink with its CompactCost. Nothing is allocated per
+// candidate; the sink materialises a Mapping only when it keeps one.
+//
+// Parallel use: the search is read-only after construction; each thread owns a TileWorker (the
+// buckets) and feeds it roots (innermost level choices) of one or several searches.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/cost/lanes.hpp"
+#include "engine/cost/model.hpp"
+#include "engine/search/mapspace.hpp"
+
+namespace mapfuse {
+
+struct TileSearchSpec {
+  int top = -1;                  // outermost level with loops (it takes the rest); -1 = the outermost level
+  int backing_level = -1;        // fused: level keeping the on-chip backed tensors (>= 0: levels above it
+                                 // up to the outermost keep nothing)
+  TensorMask onchip_backing = 0; // fused: tensors backed at backing_level (FlatMapping::onchip_backing)
+  bool prune = true;             // cut partial choices whose kept tiles overflow a level
+  bool reduce_orders = true;     // false: every temporal loop order (testing)
+  // Bucket by whole loop structure instead of support: every rank a level may iterate is a loop
+  // there (factor 1 = no loop), so choices of different supports share SIMD calls. Fills lanes
+  // when supports are many and sparse (small tiles, FFM contexts); costs wider structures. Used
+  // only when the loops fit kMaxLoops.
+  bool merge_supports = false;
+  int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
+  std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
+  std::atomic<bool>* over = nullptr;
+};
+
+// The factors one level takes from each rank: temporal, spatial X, spatial Y; and what it keeps.
+struct LevelChoice {
+  std::array<int64_t, kMaxRanks> t{}, x{}, y{};
+  TensorMask keep = 0;
+};
+
+class TileSearch;
+
+// One evaluated lane: a complete factor choice under one loop order per level.
+struct TileCandidate {
+  int slot(int l, LoopKind k, int r) const { return (l * 3 + static_cast<int>(k)) * R + r; }
+  const TileSearch* search = nullptr;
+  int R = 0;                                                    // ranks of the Einsum
+  const int32_t* factors = nullptr;                            // by slot(l, kind, r)
+  const std::array<const std::vector<int>*, kMaxLevels>* order = nullptr;  // temporal order per level
+  const std::array<TensorMask, kMaxLevels>* keep = nullptr;    // as the Mapping keeps (outermost: all)
+  int64_t factor(int l, LoopKind k, int r) const { return factors[slot(l, k, r)]; }
+  Mapping build() const;
+  // A total order on candidates (keep, temporal loops in order, spatial factors per level): a
+  // deterministic tie-break that needs no text. key() fills `out` and returns the used length.
+  static constexpr int kKeyLen = kMaxLevels * (2 + 4 * kMaxRanks);
+  using Key = std::array<int32_t, kKeyLen>;
+  void key(Key& out) const;
+};
+
+class TileSink {
+ public:
+  virtual ~TileSink() = default;
+  // Every evaluated lane, valid or not (cost.invalid says why).
+  virtual void consume(const TileCandidate& cand, const CompactCost& cost) = 0;
+};
+
+class TileWorker;
+
+class TileSearch {
+ public:
+  TileSearch(const Einsum& e, const Core& c, const Mapspace& space, const TileSearchSpec& spec);
+  TileSearch(const TileSearch&) = delete;
+
+  // Roots: the innermost level's choices (factors and kept tensors).
+  size_t roots() const { return roots_.size(); }
+  const EvalPlan& plan() const { return plan_; }
+  const Einsum& einsum() const { return e_; }
+  int levels() const { return L; }
+  bool over() const { return over_->load(std::memory_order_relaxed); }
+
+ private:
+  friend class TileWorker;
+  friend struct TileCandidate;
+  struct Impl;
+  const Einsum& e_;
+  const Core& c_;
+  const Mapspace& space_;
+  TileSearchSpec spec_;
+  EvalPlan plan_;
+  int L, R, T, top;
+  std::vector<uint32_t> x_ok, y_ok;
+  std::vector<std::array<uint8_t, kMaxRanks>> rank_class;
+  std::vector<bool> plain;
+  std::array<std::array<int64_t, kMaxRanks>, kMaxLevels> t_min{}, t_max{};
+  std::vector<std::vector<int64_t>> divisor_lists;  // divisors of every divisor of a rank size
+  std::vector<int32_t> divisor_index;               // n -> its list in divisor_lists (n <= max rank size)
+  std::vector<std::vector<TensorMask>> keep_options;
+  std::vector<LevelChoice> roots_;
+  std::array<uint32_t, kMaxLevels> loopable{};  // per level: ranks it may iterate (merged mode)
+  bool merge = false;
+  std::atomic<int64_t> own_budget{0};
+  std::atomic<bool> own_over{false};
+  std::atomic<int64_t>* budget_;
+  std::atomic<bool>* over_;
+
+  const LevelConstraints* constraint(int l) const {
+    return l < static_cast<int>(space_.levels.size()) ? &space_.levels[l] : nullptr;
+  }
+  const std::vector<int64_t>& divs(int64_t n) const { return divisor_lists[static_cast<size_t>(divisor_index[static_cast<size_t>(n)])]; }
+  std::vector<int> order_signature(const std::vector<int>& order, uint32_t below) const;
+  void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out) const;
+  bool fits(const LevelChoice* chosen, int l) const;
+};
+
+// A thread's buckets and caches. Feeding it roots of another search first flushes what it holds.
+class TileWorker {
+ public:
+  TileWorker();
+  ~TileWorker();
+  // Enumerates everything above root `i` of `s`, parking complete choices; full buckets are
+  // evaluated and handed to `sink`.
+  void run(const TileSearch& s, size_t i, TileSink& sink);
+  // Evaluates every parked choice (call once a thread is done).
+  void finish();
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0;
+
+ private:
+  struct State;
+  std::unique_ptr<State> st_;
+};
+
+}  // namespace mapfuse
