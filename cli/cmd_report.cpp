@@ -5,9 +5,27 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "engine/common/error.hpp"
+#include "partitioners/study.hpp"
 #include "results/report.hpp"
 
 namespace mapfuse::cli {
+
+// The sweep points of the study that wrote the file, from its TOML (kept in the file). Only the
+// text is read: the architecture and constraint files need not exist any more.
+static std::vector<SweepPointInfo> sweep_points(const StudyFile& s, const std::string& path) {
+  std::vector<SweepPointInfo> out;
+  Study study;
+  try {
+    study = parse_study(s.meta.toml_text, path + ":/study/toml", /*load_architectures=*/false);
+  } catch (const InputError&) {
+    return out;  // a study file written before sweeps existed, or by a newer version: no sweep tables
+  }
+  for (const StudyArchitecture& a : study.architectures)
+    if (!a.sweep.empty())
+      for (const ArchitecturePoint& p : a.points) out.push_back({p.name, a.name, p.params});
+  return out;
+}
 
 Command add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Summary tables and plots of a study file");
@@ -21,10 +39,11 @@ Command add_report_command(CLI::App& app) {
   cmd->add_flag("--no-plots", *no_plots, "tables only");
   return {cmd, [=]() {
             const StudyFile s = read_study_h5(*path);
-            std::cout << (*csv ? report_csv(s) : report_markdown(s));
+            const std::vector<SweepPointInfo> sweep = sweep_points(s, *path);
+            std::cout << (*csv ? report_csv(s) : report_markdown(s, sweep));
             if (!*no_plots) {
               const std::string dir = plots->empty() ? (std::filesystem::path(*path).replace_extension("").string() + "_plots") : *plots;
-              for (const std::string& f : write_plots(*path, dir)) fmt::print(stderr, "wrote {}\n", f);
+              for (const std::string& f : write_plots(*path, dir, sweep_csv(s, sweep))) fmt::print(stderr, "wrote {}\n", f);
             }
             return 0;
           }};

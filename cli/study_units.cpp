@@ -12,24 +12,54 @@
 
 namespace mapfuse::cli {
 
-std::vector<std::string> mac_layers(const StudyWorkload& w) {
+std::string shape_key(const Einsum& e) {
+  // Everything the mapspace and the cost model see, without the Einsum's and tensors' names.
+  std::string k = std::string(to_string(e.op)) + ";";
+  for (const Rank& r : e.ranks) k += r.name + "=" + std::to_string(r.size) + ",";
+  for (const TensorAccess& t : e.tensors) {
+    k += ";" + std::string(to_string(t.role)) + ":" + std::to_string(t.bits_per_value) + ":";
+    for (const Projection& d : t.dims) {
+      k += "[";
+      for (const ProjectionTerm& term : d) k += std::to_string(term.rank) + "*" + std::to_string(term.coeff) + "+";
+      k += "]";
+    }
+  }
+  return k;
+}
+
+std::vector<StudyLayer> mac_layers(const StudyWorkload& w) {
   const Workload wl = load_workload(w.spec, {w.batch, w.tokens});
-  std::vector<std::string> names;
-  for (const Einsum& e : wl.einsums)
-    if (e.op == OpKind::Mac) names.push_back(e.name);
-  return names;
+  std::vector<StudyLayer> out;
+  if (w.layers.empty()) {
+    for (const Einsum& e : wl.einsums)
+      if (e.op == OpKind::Mac) out.push_back({e.name, shape_key(e)});
+  } else {
+    for (const std::string& name : w.layers) {
+      const int i = wl.einsum_index(name);
+      out.push_back({name, i < 0 ? std::string() : shape_key(wl.einsums[i])});  // unknown: its unit fails
+    }
+  }
+  return out;
 }
 
 UnitResult run_map_layer(const WorkUnit& unit) {
   if (unit.kind != "map_layer") throw std::runtime_error("unknown unit kind '" + unit.kind + "'");
   const nlohmann::json p = nlohmann::json::parse(unit.payload);
-  const Architecture arch = load_architecture(p.at("arch").get<std::string>());
+  // The point's architecture travels in the payload (sweep points exist nowhere else).
+  const Architecture arch = p.contains("arch_toml") ? parse_architecture(p.at("arch_toml").get<std::string>(), p.at("arch").get<std::string>())
+                                                    : load_architecture(p.at("arch").get<std::string>());
   const Core& core = arch.cores.at(0);
   const Workload w = load_workload(p.at("workload").get<std::string>(),
                                    {p.at("batch").get<int64_t>(), p.at("tokens").get<int64_t>()});
   const int index = w.einsum_index(p.at("layer").get<std::string>());
   if (index < 0) throw std::runtime_error("no Einsum '" + p.at("layer").get<std::string>() + "' in " + w.name);
   const Einsum& e = w.einsums[index];
+  if (p.contains("layers"))  // a group of identical layers: the first one is mapped for all
+    for (const auto& name : p.at("layers")) {
+      const int j = w.einsum_index(name.get<std::string>());
+      if (j < 0 || shape_key(w.einsums[j]) != shape_key(e))
+        throw std::runtime_error("layer '" + name.get<std::string>() + "' is not identical to '" + e.name + "'");
+    }
   const Objective objective = objective_from_string(p.at("objective").get<std::string>());
   const std::string constraints = p.at("constraints").get<std::string>();
   const Mapspace space = make_mapspace(constraints.empty() ? std::vector<ConstraintSpec>{} : load_constraints(constraints), e, core);

@@ -3,14 +3,21 @@
 #include <string>
 #include <vector>
 
+#include "engine/workload/einsum.hpp"
 #include "partitioners/study.hpp"
 #include "partitioners/work_unit.hpp"
 #include "results/unit_result.hpp"
 
 namespace mapfuse::cli {
 
-// The MAC Einsums of a study workload (for layer lists left empty).
-std::vector<std::string> mac_layers(const StudyWorkload& w);
+// The layers of a study workload (its `layers`, or every MAC Einsum) with their shape keys, so
+// that the partitioner can map identical layers once (a layer name the workload lacks gets an
+// empty key; its unit fails with the reason).
+std::vector<StudyLayer> mac_layers(const StudyWorkload& w);
+
+// The shape key of an Einsum: op, ranks (names and sizes), tensors (role, bits, projections);
+// not the names of the Einsum or its tensors.
+std::string shape_key(const Einsum& e);
 
 // Computes one "map_layer" unit: the best mapping of one layer on one architecture by the
 // study's method, with its cost breakdown and Pareto front. Throws on bad parameters (the

@@ -1,16 +1,103 @@
 #include "partitioners/study.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
+#include "engine/arch/arch_sweep.hpp"
+#include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/common/toml_reader.hpp"
 
 namespace mapfuse {
+namespace {
 
-Study parse_study(const std::string& text, const std::string& file) {
+SourceLocation location(const std::string& file, const toml::node& n) {
+  return {file, static_cast<int>(n.source().begin.line), static_cast<int>(n.source().begin.column)};
+}
+
+// The axes of `[architecture.sweep]`, in the order written. Keys are parameter keys; a dotted key
+// `Scratchpad.size_kb = [...]` (a nested table in TOML) and a quoted "Scratchpad.size_kb" are the
+// same axis.
+std::vector<SweepAxis> parse_sweep(const toml::table& sweep, const std::string& file, const std::string& path) {
+  std::vector<SweepAxis> axes;
+  auto add_axis = [&](const std::string& key, const toml::node& node, const toml::node& key_node) {
+    SweepAxis ax;
+    ax.key = key;
+    ax.key_path = path + "." + key;
+    ax.where = location(file, key_node);
+    if (std::string why = check_parameter_key(key); !why.empty()) throw InputError(ax.where, ax.key_path, why);
+    const toml::array* arr = node.as_array();
+    if (!arr) throw InputError(ax.where, ax.key_path, "expected an array of positive numbers (the axis' values)");
+    if (arr->empty()) throw InputError(ax.where, ax.key_path, "empty sweep axis: the study would run nothing");
+    for (const toml::node& v : *arr) {
+      const SourceLocation at = location(file, v).line > 0 ? location(file, v) : ax.where;
+      if (!v.is_number()) throw InputError(at, ax.key_path, "expected an array of positive numbers");
+      const double x = *v.value<double>();
+      if (!(x > 0)) throw InputError(at, ax.key_path, fmt::format("value {} is not positive", x));
+      if (std::find(ax.values.begin(), ax.values.end(), x) != ax.values.end())
+        throw InputError(at, ax.key_path, fmt::format("value {} repeats", x));
+      ax.values.push_back(x);
+    }
+    for (const SweepAxis& other : axes)
+      if (other.key == ax.key) throw InputError(ax.where, ax.key_path, "the axis is given twice");
+    axes.push_back(std::move(ax));
+  };
+  for (const auto& [k, v] : sweep) {
+    const std::string key(k.str());
+    if (const toml::table* t = v.as_table()) {  // Level.field = [...]
+      for (const auto& [k2, v2] : *t) add_axis(key + "." + std::string(k2.str()), v2, v2);
+    } else {
+      add_axis(key, v, v);
+    }
+  }
+  if (axes.empty()) throw InputError(location(file, sweep), path, "empty sweep: it has no axes");
+  std::stable_sort(axes.begin(), axes.end(), [](const SweepAxis& a, const SweepAxis& b) {
+    return std::pair(a.where.line, a.where.column) < std::pair(b.where.line, b.where.column);
+  });
+  return axes;
+}
+
+// The product of the axes, the last axis varying fastest.
+std::vector<ArchitecturePoint> enumerate_points(const std::string& prefix, const std::vector<SweepAxis>& axes) {
+  std::vector<ArchitecturePoint> points(1);
+  points[0].name = prefix;
+  for (const SweepAxis& ax : axes) {
+    std::vector<ArchitecturePoint> next;
+    for (const ArchitecturePoint& p : points)
+      for (double v : ax.values) {
+        ArchitecturePoint q = p;
+        q.name += fmt::format("_{}{}", parameter_tag(ax.key), v);
+        q.params.emplace_back(ax.key, v);
+        next.push_back(std::move(q));
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+// Layer names that the constraint file's [[constraint]] tables name with `layer = ...`.
+std::vector<std::string> constrained_layers(const std::string& path) {
+  const toml::table doc = parse_toml_file(path);
+  std::vector<std::string> out;
+  if (const toml::array* cs = doc["constraint"].as_array())
+    for (const toml::node& c : *cs)
+      if (const toml::table* t = c.as_table())
+        if (auto layer = (*t)["layer"].value<std::string>()) out.push_back(*layer);
+  return out;
+}
+
+bool groupable_name(const std::string& n) { return n.find_first_of(",{}") == std::string::npos; }
+
+}  // namespace
+
+Study parse_study(const std::string& text, const std::string& file, bool load_architectures) {
   toml::table doc = parse_toml(text, file);
   TomlReader r(doc, file);
   Study s;
@@ -29,14 +116,75 @@ Study parse_study(const std::string& text, const std::string& file) {
     w.finish();
     s.workloads.push_back(std::move(sw));
   }
-  for (TomlReader a : r.tables("architecture")) {
+  std::vector<TomlReader> arch_readers = r.tables("architecture");
+  std::map<std::string, std::string> point_owner;  // point name -> key path of its [[architecture]]
+  for (size_t i = 0; i < arch_readers.size(); ++i) {
+    TomlReader& a = arch_readers[i];
+    const toml::table& raw = *doc["architecture"].as_array()->get(i)->as_table();
+    const std::string path = a.key_path("");
+    const std::string entry = path.substr(0, path.size() - 1);  // "architecture[i]"
     StudyArchitecture sa;
-    sa.spec = a.str("spec");
+    const bool is_inline = !a.has("spec");
+    if (!is_inline) {
+      sa.spec = a.str("spec");
+      // A preset name stays a name; a relative path is taken relative to the study.
+      if (sa.spec.find('/') != std::string::npos || sa.spec.ends_with(".toml"))
+        if (!std::filesystem::path(sa.spec).is_absolute()) sa.spec = (base / sa.spec).string();
+      sa.name = a.opt_str("name").value_or(std::filesystem::path(sa.spec).stem().string());
+    } else {
+      if (!a.has("level") && !a.has("compute"))
+        a.fail("spec", "missing: give a preset or file (spec = ...) or an inline architecture (name, [compute], [[level]])");
+      sa.name = a.str("name");
+    }
+    if (sa.name.empty() || sa.name.find_first_of(" \t/{},") != std::string::npos)
+      a.fail(a.has("name") ? "name" : "spec", "'" + sa.name + "' cannot name architecture points (no spaces, '/', ',' or braces)");
     if (auto c = a.opt_str("constraints")) sa.constraints = std::filesystem::path(*c).is_absolute() ? *c : (base / *c).string();
-    // A preset name stays a name; a relative path is taken relative to the study.
-    if (sa.spec.find('/') != std::string::npos || sa.spec.ends_with(".toml"))
-      if (!std::filesystem::path(sa.spec).is_absolute()) sa.spec = (base / sa.spec).string();
-    a.finish();
+    if (a.has("sweep")) {
+      (void)a.opt_table("sweep");  // marks the key read; parse_sweep reads it in source order
+      sa.sweep = parse_sweep(*raw["sweep"].as_table(), file, entry + ".sweep");
+    }
+    a.finish(is_inline ? std::vector<std::string>{"compute", "level", "description", "legacy_output_fills"}
+                       : std::vector<std::string>{});
+    sa.points = enumerate_points(sa.name, sa.sweep);
+    for (const ArchitecturePoint& p : sa.points) {
+      auto [it, fresh] = point_owner.emplace(p.name, entry);
+      if (!fresh)
+        a.fail(a.has("name") ? "name" : "spec", "architecture point '" + p.name + "' is also a point of " + it->second +
+                                                    "; give this [[architecture]] its own name = \"...\"");
+    }
+    if (load_architectures) {
+      Architecture arch;
+      if (is_inline) {
+        // The table itself (a copy would lose the source lines); the study's keys are read above.
+        arch = architecture_from_table(raw, file, entry, {"constraints", "sweep"});
+      } else {
+        try {
+          arch = load_architecture(sa.spec);
+        } catch (const InputError& e) {
+          if (!e.where().file.empty()) throw;  // an error inside the architecture file names it
+          a.fail("spec", e.message());
+        }
+      }
+      for (ArchitecturePoint& p : sa.points) {
+        std::vector<ArchParameter> params;
+        for (size_t k = 0; k < p.params.size(); ++k)
+          params.push_back({p.params[k].first, p.params[k].second, sa.sweep[k].where, sa.sweep[k].key_path});
+        Architecture point = apply_parameters(arch, params);
+        if (!p.params.empty()) {
+          std::vector<std::string> values;
+          for (const auto& [k, v] : p.params) values.push_back(fmt::format("{} = {}", k, v));
+          point.description = fmt::format("sweep point of {}: {}", arch.name, fmt::join(values, ", "));
+        }
+        point.name = p.name;
+        for (Core& c : point.cores) c.name = p.name;
+        p.toml = to_toml(point);
+      }
+      if (!sa.constraints.empty()) {
+        if (!std::filesystem::is_regular_file(sa.constraints))
+          a.fail("constraints", "cannot read constraint file '" + sa.constraints + "'");
+        sa.constrained_layers = constrained_layers(sa.constraints);
+      }
+    }
     s.architectures.push_back(std::move(sa));
   }
   if (s.workloads.empty()) r.fail("workload", "the study has no [[workload]]: nothing to run");
@@ -53,6 +201,7 @@ Study parse_study(const std::string& text, const std::string& file) {
     s.method.budget = m->opt_integer("budget").value_or(20000);
     if (s.method.budget <= 0) m->fail("budget", "must be positive");
     s.method.max_mappings = m->opt_integer("max_mappings").value_or(200'000'000);
+    s.method.group_identical = m->opt_bool("group_identical").value_or(true);
     if (m->has("seeds")) {
       s.method.seeds.clear();
       const toml::array* arr = doc["method"]["seeds"].as_array();
@@ -79,27 +228,56 @@ Study load_study(const std::string& path) {
   return parse_study(ss.str(), path);
 }
 
+std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
+                            const std::string& seed) {
+  const std::string layer = layers.size() == 1 ? layers[0] : fmt::format("{{{}}}", fmt::join(layers, ","));
+  return workload + "/" + layer + " @ " + point + (seed.empty() ? "" : " seed " + seed);
+}
+
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
+  const bool random = s.method.name == "random";
+  const bool group = !random && s.method.group_identical;
+  std::vector<std::vector<StudyLayer>> layers;
+  for (const StudyWorkload& w : s.workloads) layers.push_back(layers_of(w));
   std::vector<WorkUnit> units;
-  for (const StudyArchitecture& a : s.architectures)
-    for (const StudyWorkload& w : s.workloads)
-      for (const std::string& layer : w.layers.empty() ? layers_of(w) : w.layers)
-        for (uint64_t seed : s.method.name == "random" ? s.method.seeds : std::vector<uint64_t>{0}) {
-          nlohmann::json p = {{"arch", a.spec},          {"constraints", a.constraints},
-                              {"workload", w.spec},      {"batch", w.batch},
-                              {"tokens", w.tokens},      {"layer", layer},
-                              {"method", s.method.name}, {"objective", s.method.objective},
-                              {"budget", s.method.budget}, {"seed", seed},
-                              {"max_mappings", s.method.max_mappings}};
-          WorkUnit u;
-          u.kind = "map_layer";
-          u.payload = p.dump();
-          u.id = stable_id(u.kind + "\n" + u.payload);
-          u.label = w.spec + "/" + layer + " @ " + std::filesystem::path(a.spec).stem().string() +
-                    (s.method.name == "random" ? " seed " + std::to_string(seed) : "");
-          u.cost_hint = s.method.name == "random" ? static_cast<double>(s.method.budget) : 1.0;
-          units.push_back(std::move(u));
+  for (const StudyArchitecture& a : s.architectures) {
+    const std::set<std::string> pinned(a.constrained_layers.begin(), a.constrained_layers.end());
+    for (const ArchitecturePoint& point : a.points)
+      for (size_t wi = 0; wi < s.workloads.size(); ++wi) {
+        const StudyWorkload& w = s.workloads[wi];
+        // Groups of layers with one shape, in the order of their first layer.
+        std::vector<std::vector<std::string>> groups;
+        std::map<std::string, size_t> group_of_shape;
+        for (const StudyLayer& l : layers[wi]) {
+          const bool can_group = group && !l.shape.empty() && groupable_name(l.name) && !pinned.count(l.name);
+          if (can_group) {
+            auto [it, fresh] = group_of_shape.emplace(l.shape, groups.size());
+            if (!fresh) {
+              groups[it->second].push_back(l.name);
+              continue;
+            }
+          }
+          groups.push_back({l.name});
         }
+        for (const std::vector<std::string>& g : groups)
+          for (uint64_t seed : random ? s.method.seeds : std::vector<uint64_t>{0}) {
+            nlohmann::json p = {{"arch", point.name},       {"arch_toml", point.toml},
+                                {"constraints", a.constraints}, {"workload", w.spec},
+                                {"batch", w.batch},          {"tokens", w.tokens},
+                                {"layer", g.front()},        {"layers", g},
+                                {"method", s.method.name},   {"objective", s.method.objective},
+                                {"budget", s.method.budget}, {"seed", seed},
+                                {"max_mappings", s.method.max_mappings}};
+            WorkUnit u;
+            u.kind = "map_layer";
+            u.payload = p.dump();
+            u.id = stable_id(u.kind + "\n" + u.payload);
+            u.label = map_layer_label(w.spec, g, point.name, random ? std::to_string(seed) : "");
+            u.cost_hint = random ? static_cast<double>(s.method.budget) : 1.0;
+            units.push_back(std::move(u));
+          }
+      }
+  }
   return units;
 }
 

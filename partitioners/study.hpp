@@ -1,18 +1,30 @@
 #pragma once
-// A study as written in experiments/*.toml, and its partition into work units.
+// A study as written in experiments/*.toml, and its partition into work units (docs/studies.md).
 //
 //   name = "quickstart"
 //   [[workload]]      spec = "resnet18", layers = ["conv1"] (default: every MAC Einsum), batch = 1, tokens = 8192
-//   [[architecture]]  spec = "gemmini_default", constraints = "presets/constraints/gemmini_dosa.toml"
+//   [[architecture]]  spec = "gemmini_default" (preset or file) | inline: name, [architecture.compute],
+//                     [[architecture.level]] as in an architecture file;
+//                     name = "gemmini" (prefix of point names), constraints = "presets/constraints/gemmini_dosa.toml"
+//   [architecture.sweep]  pe = [8, 16], scratchpad_kib = [64, 256], Scratchpad.block_size = [1, 8], ...
 //   [method]          name = "random" | "exhaustive", objective = "edp", budget = 20000, seeds = [1],
-//                     max_mappings = 200000000
+//                     max_mappings = 200000000, group_identical = true
 //
-// One unit per (architecture, workload layer, seed): kind "map_layer", payload = its parameters
-// as JSON, id = stable hash of kind and payload.
+// Every [[architecture]] gives one or more architecture points: the product of its sweep axes
+// (engine/arch/arch_sweep.hpp), named "<name>_<tag><value>..." (gemmini_pe16_sp256_acc64), or the
+// architecture itself when it has no sweep.
+//
+// Units ("map_layer"): one per (point, workload layer, seed). For the exhaustive method, layers of
+// one workload with identical Einsum shapes share one unit (group_identical, default true): its
+// payload lists them all ("layers") and its label reads "<workload>/{a,b,c} @ <point>"; the
+// unit's metrics are those of each one of them. Payload = the unit's parameters as JSON including
+// the point's architecture TOML; id = stable hash of kind and payload.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "engine/common/error.hpp"
 #include "partitioners/work_unit.hpp"
 
 namespace mapfuse {
@@ -23,9 +35,26 @@ struct StudyWorkload {
   int64_t batch = 1, tokens = 8192;
 };
 
+struct SweepAxis {
+  std::string key;  // architecture parameter (engine/arch/arch_sweep.hpp): pe, scratchpad_kib, Scratchpad.size_kb, ...
+  std::vector<double> values;
+  SourceLocation where;
+  std::string key_path;  // architecture[0].sweep.pe
+};
+
+struct ArchitecturePoint {
+  std::string name;                                    // gemmini_pe16_sp256_acc64 (the architecture's own name without a sweep)
+  std::vector<std::pair<std::string, double>> params;  // (axis key, value), axes in the order written
+  std::string toml;  // the point's architecture as TOML (to_toml); "" when parsed without loading
+};
+
 struct StudyArchitecture {
-  std::string spec;
+  std::string spec;         // preset name or file ("" when written inline)
+  std::string name;         // prefix of the point names
   std::string constraints;  // constraint file, "" = none
+  std::vector<SweepAxis> sweep;            // in the order written
+  std::vector<ArchitecturePoint> points;   // product of the axes, the last axis varying fastest
+  std::vector<std::string> constrained_layers;  // layers the constraint file names (never grouped)
 };
 
 struct StudyMethod {
@@ -34,6 +63,7 @@ struct StudyMethod {
   int64_t budget = 20000;
   std::vector<uint64_t> seeds = {1};
   int64_t max_mappings = 200'000'000;
+  bool group_identical = true;  // exhaustive: one unit per distinct Einsum shape
 };
 
 struct Study {
@@ -46,14 +76,32 @@ struct Study {
 };
 
 // Parses and validates a study (InputError with file, line and key; unknown keys get the nearest
-// valid one; an empty sweep or an unknown method is an error). Relative constraint paths are
-// taken relative to the study file's directory.
-Study parse_study(const std::string& toml_text, const std::string& file);
+// valid one; an empty sweep axis, an unknown sweep key, a non-positive sweep value or an unknown
+// method is an error). Relative architecture and constraint paths are taken relative to the study
+// file's directory. With load_architectures, architectures and constraint files are read, each
+// point is built and its TOML kept; without (reports of a finished study, whose files may be
+// elsewhere by now), the points have names and parameters only.
+Study parse_study(const std::string& toml_text, const std::string& file, bool load_architectures = true);
 Study load_study(const std::string& path);
 
-// The study's work units (layer lists are resolved by `layers_of`, which the caller supplies so
-// that this stays free of workload loading).
-using LayerLister = std::vector<std::string> (*)(const StudyWorkload&);
+// A layer of a workload and the key of its Einsum's shape: equal keys = identical mapspaces and
+// costs (every rank, size, projection and tensor role equal; names of the Einsum and of its
+// tensors may differ). An empty shape key is never grouped.
+struct StudyLayer {
+  std::string name;
+  std::string shape;
+};
+
+// The study's work units. `layers_of` lists a workload's layers (its `layers`, or every MAC
+// Einsum) with their shape keys; the caller supplies it so that this stays free of workload
+// loading.
+using LayerLister = std::vector<StudyLayer> (*)(const StudyWorkload&);
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of);
+
+// The label of a map_layer unit: "<workload>/<layer> @ <point>[ seed <s>]", the layer part written
+// "{a,b,c}" when the unit stands for several layers (results/report.cpp reads it back).
+std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
+                            const std::string& seed);
+
 
 }  // namespace mapfuse

@@ -1,13 +1,20 @@
 #!/usr/bin/python3
 """Plots of a mapfuse study file (docs/results.md), written as PNG files.
 
-usage: plots.py STUDY.h5 OUTDIR
+usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv]
 
 - energy_by_level_<arch>.png: per-layer energy split by memory level (best seed per layer);
 - edp_by_layer.png: per-layer EDP of every architecture (log scale);
-- convergence.png: best-so-far objective against time, for units that recorded a trace.
+- convergence.png: best-so-far objective against time, for units that recorded a trace;
+- with SWEEP.csv (network totals of the sweep points, written by `mapfuse report`):
+  sweep_edp_<sweep>_<workload>[_seed<s>].png, a heat map of network EDP over the first two sweep
+  axes, one panel per value of the third axis, the best over any further axes; the per-architecture
+  plots above are then drawn only for architectures outside sweeps and for each network's best point.
+A unit labelled "<workload>/{a,b,c} @ <arch>" stands for the identical layers a, b and c.
 Run with Debian's /usr/bin/python3 (python3-h5py, python3-matplotlib). Prints the files written.
 """
+import csv
+import math
 import os
 import re
 import sys
@@ -25,8 +32,92 @@ def text(x):
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-def main(path, outdir):
+def layers_of(label_layer):
+    if len(label_layer) > 2 and label_layer[0] == "{" and label_layer[-1] == "}" and "," in label_layer:
+        return label_layer[1:-1].split(",")
+    return [label_layer]
+
+
+def read_sweep(path):
+    rows = []
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            r["params"] = [(kv.split("=", 1)[0], float(kv.split("=", 1)[1])) for kv in r["params"].split(";") if kv]
+            for k in ("energy_pj", "cycles", "edp"):
+                r[k] = float(r[k])
+            r["complete"] = r["complete"] == "1"
+            r["best"] = r["best"] == "1"
+            rows.append(r)
+    return rows
+
+
+def fmt_value(v):
+    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def heat_maps(rows, outdir, study):
+    """One figure per (sweep, workload, seed): network EDP over axes 0 x 1, a panel per axis-2 value."""
+    written = []
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["family"], r["workload"], r["seed"]), []).append(r)
+    for (family, workload, seed), rs in groups.items():
+        rs = [r for r in rs if r["complete"]]
+        if not rs:
+            continue
+        keys = [k for k, _ in rs[0]["params"]]
+        values = [sorted({dict(r["params"])[k] for r in rs}) for k in keys]
+        ykey, yvals = keys[0], values[0]
+        xkey, xvals = (keys[1], values[1]) if len(keys) > 1 else ("", [None])
+        pkey, pvals = (keys[2], values[2]) if len(keys) > 2 else ("", [None])
+        # cell -> lowest EDP over the axes beyond the third
+        cells = {}
+        for r in rs:
+            p = dict(r["params"])
+            c = (p.get(pkey), p[ykey], p.get(xkey))
+            cells[c] = min(cells.get(c, math.inf), r["edp"])
+        best = min(cells.values())
+        lo, hi = math.log10(best), math.log10(max(cells.values()))
+        fig, axes = plt.subplots(1, len(pvals), figsize=(1.6 + 3.0 * len(pvals), 2.2 + 0.45 * len(yvals)),
+                                 squeeze=False, layout="constrained")
+        im = None
+        for i, pv in enumerate(pvals):
+            ax = axes[0][i]
+            grid = [[math.log10(cells[(pv, yv, xv)]) if (pv, yv, xv) in cells else float("nan") for xv in xvals] for yv in yvals]
+            im = ax.imshow(grid, cmap="viridis_r", vmin=lo, vmax=max(hi, lo + 1e-9), aspect="auto", origin="lower")
+            for yi, yv in enumerate(yvals):
+                for xi, xv in enumerate(xvals):
+                    if (pv, yv, xv) in cells:
+                        rel = cells[(pv, yv, xv)] / best
+                        dark = math.log10(cells[(pv, yv, xv)]) > (lo + hi) / 2
+                        ax.text(xi, yi, "best" if rel == 1.0 else f"{rel:.2f}", ha="center", va="center", fontsize=7,
+                                color="white" if dark else "black", fontweight="bold" if rel == 1.0 else "normal")
+            ax.set_xticks(range(len(xvals)))
+            ax.set_xticklabels([fmt_value(v) if v is not None else "" for v in xvals], fontsize=7)
+            ax.set_yticks(range(len(yvals)))
+            ax.set_yticklabels([fmt_value(v) for v in yvals], fontsize=7)
+            ax.set_xlabel(xkey)
+            if i == 0:
+                ax.set_ylabel(ykey)
+            if pkey:
+                ax.set_title(f"{pkey} = {fmt_value(pv)}", fontsize=8)
+        cb = fig.colorbar(im, ax=axes[0].tolist(), shrink=0.9)
+        cb.set_label("log10 network EDP [pJ x cycles]")
+        seed_text = f" seed {seed}" if seed else ""
+        fig.suptitle(f"{study}: {workload}{seed_text} on {family} (cell: EDP / best = {best:.4g})", fontsize=9)
+        name = f"sweep_edp_{family}_{workload}" + (f"_seed{seed}" if seed else "")
+        out = os.path.join(outdir, re.sub(r"[^A-Za-z0-9_.+-]", "_", name) + ".png")
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    return written
+
+
+def main(path, outdir, sweep_path=None):
     os.makedirs(outdir, exist_ok=True)
+    sweep = read_sweep(sweep_path) if sweep_path else []
+    swept = {r["arch"] for r in sweep}
+    shown = {r["arch"] for r in sweep if r["best"]}
     f = h5py.File(path, "r")
     units = f["units"][...]
     levels = f["levels"][...]
@@ -37,13 +128,14 @@ def main(path, outdir):
         if u["status"] != 0:
             continue
         m = LABEL.match(text(u["label"]))
-        if not m:
+        if not m or (m["arch"] in swept and m["arch"] not in shown):
             continue
-        key = (m["arch"], m["layer"])
-        if key not in best or u["edp"] < best[key]["edp"]:
-            best[key] = u
-        if m["layer"] not in order:
-            order.append(m["layer"])
+        for layer in layers_of(m["layer"]):
+            key = (m["arch"], layer)
+            if key not in best or u["edp"] < best[key]["edp"]:
+                best[key] = u
+            if layer not in order:
+                order.append(layer)
     order.sort()
     written = []
     archs = sorted({a for a, _ in best})
@@ -106,11 +198,13 @@ def main(path, outdir):
         fig.savefig(out, dpi=110)
         plt.close(fig)
         written.append(out)
+    if sweep:
+        written += heat_maps(sweep, outdir, os.path.basename(path))
     for w in written:
         print(w)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:])

@@ -17,27 +17,44 @@ namespace mapfuse {
 
 std::span<const EmbeddedFile> embedded_report_scripts();
 
-namespace {
-
-struct Totals {
-  double energy = 0, cycles = 0;
-  int layers = 0;
-};
-
-// map_layer labels: "<workload>/<layer> @ <arch>[ seed <s>]" (partitioners/study.cpp).
-std::map<std::tuple<std::string, std::string, std::string>, Totals> network_totals(const StudyFile& s) {
-  static const std::regex label(R"(^([^/]+)/(.+) @ (\S+)(?: seed (\d+))?$)");
-  std::map<std::tuple<std::string, std::string, std::string>, Totals> t;
-  for (const UnitResult& r : s.results) {
-    std::smatch m;
-    if (r.kind != "map_layer" || r.status != UnitResult::Status::Done || !std::regex_match(r.label, m, label)) continue;
-    Totals& x = t[{m[1].str(), m[3].str(), m[4].str()}];
-    x.energy += r.energy_pj;
-    x.cycles += r.cycles;
-    ++x.layers;
+bool parse_layer_label(const std::string& label, LayerLabel& out) {
+  static const std::regex re(R"(^([^/]+)/(.+) @ (\S+)(?: seed (\d+))?$)");
+  std::smatch m;
+  if (!std::regex_match(label, m, re)) return false;
+  out.workload = m[1].str();
+  out.arch = m[3].str();
+  out.seed = m[4].str();
+  out.layers.clear();
+  const std::string layer = m[2].str();
+  if (layer.size() > 2 && layer.front() == '{' && layer.back() == '}' && layer.find(',') != std::string::npos) {
+    std::stringstream names(layer.substr(1, layer.size() - 2));
+    for (std::string n; std::getline(names, n, ',');) out.layers.push_back(n);
+  } else {
+    out.layers.push_back(layer);
   }
-  return t;
+  return true;
 }
+
+std::vector<NetworkTotal> network_totals(const StudyFile& s) {
+  std::map<std::tuple<std::string, std::string, std::string>, NetworkTotal> t;
+  for (const UnitResult& r : s.results) {
+    LayerLabel l;
+    if (r.kind != "map_layer" || r.status != UnitResult::Status::Done || !parse_layer_label(r.label, l)) continue;
+    NetworkTotal& x = t[{l.workload, l.arch, l.seed}];
+    x.workload = l.workload;
+    x.arch = l.arch;
+    x.seed = l.seed;
+    const double n = static_cast<double>(l.layers.size());
+    x.energy_pj += n * r.energy_pj;
+    x.cycles += n * r.cycles;
+    x.layers += static_cast<int>(l.layers.size());
+  }
+  std::vector<NetworkTotal> out;
+  for (auto& [k, v] : t) out.push_back(v);
+  return out;
+}
+
+namespace {
 
 std::string csv_field(const std::string& v) {
   if (v.find_first_of(",\"\n") == std::string::npos) return v;
@@ -46,17 +63,83 @@ std::string csv_field(const std::string& v) {
   return out + "\"";
 }
 
+struct SweepRow {
+  const SweepPointInfo* point;
+  NetworkTotal total;
+  bool complete = false, best = false;
+};
+
+// Network totals of the sweep points, grouped by (sweep, workload, seed) in the points' order.
+std::vector<std::vector<SweepRow>> sweep_rows(const StudyFile& s, const std::vector<SweepPointInfo>& sweep) {
+  const std::vector<NetworkTotal> totals = network_totals(s);
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<SweepRow>> groups;
+  std::vector<std::tuple<std::string, std::string, std::string>> order;
+  for (const SweepPointInfo& p : sweep)
+    for (const NetworkTotal& t : totals)
+      if (t.arch == p.arch) {
+        const auto key = std::make_tuple(p.family, t.workload, t.seed);
+        if (!groups.count(key)) order.push_back(key);
+        groups[key].push_back({&p, t});
+      }
+  std::vector<std::vector<SweepRow>> out;
+  for (const auto& key : order) {
+    std::vector<SweepRow>& rows = groups[key];
+    int most = 0;
+    for (const SweepRow& r : rows) most = std::max(most, r.total.layers);
+    SweepRow* best = nullptr;
+    for (SweepRow& r : rows) {
+      r.complete = r.total.layers == most;
+      if (r.complete && (!best || r.total.edp() < best->total.edp())) best = &r;
+    }
+    if (best) best->best = true;
+    out.push_back(std::move(rows));
+  }
+  return out;
+}
+
+std::string params_text(const SweepPointInfo& p, const char* sep) {
+  std::string out;
+  for (const auto& [k, v] : p.params) out += fmt::format("{}{}={}", out.empty() ? "" : sep, k, v);
+  return out;
+}
+
 }  // namespace
 
-std::string report_markdown(const StudyFile& s) {
+std::string sweep_csv(const StudyFile& s, const std::vector<SweepPointInfo>& sweep) {
+  std::string out = "family,workload,seed,arch,params,layers,complete,best,energy_pj,cycles,edp\n";
+  for (const auto& rows : sweep_rows(s, sweep))
+    for (const SweepRow& r : rows)
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.point->family), csv_field(r.total.workload), r.total.seed,
+                         csv_field(r.point->arch), csv_field(params_text(*r.point, ";")), r.total.layers, r.complete ? 1 : 0,
+                         r.best ? 1 : 0, r.total.energy_pj, r.total.cycles, r.total.edp());
+  return out;
+}
+
+std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep) {
   std::string out = fmt::format("# Study {}\n\n{} units; mapfuse {}; {} rank(s); {} to {}\n\n", s.meta.name, s.results.size(),
                                 s.meta.mapfuse_version, s.meta.ranks, s.meta.start_time, s.meta.end_time);
+  const auto groups = sweep_rows(s, sweep);
+  if (!groups.empty()) {
+    out += "## Best architecture point per network (lowest network EDP)\n\n"
+           "| sweep | workload | seed | best point | parameters | layers | energy_pj | cycles | EDP | points |\n"
+           "|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& rows : groups) {
+      int complete = 0;
+      for (const SweepRow& r : rows) complete += r.complete;
+      for (const SweepRow& r : rows)
+        if (r.best)
+          out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.6g} | {:.6g} | {:.6g} | {} |\n", r.point->family, r.total.workload,
+                             r.total.seed.empty() ? "-" : r.total.seed, r.point->arch, params_text(*r.point, ", "), r.total.layers,
+                             r.total.energy_pj, r.total.cycles, r.total.edp(), complete);
+    }
+    out += "\n";
+  }
   const auto totals = network_totals(s);
   if (!totals.empty()) {
     out += "## Networks (sums over layers)\n\n| workload | architecture | seed | layers | energy_pj | cycles | EDP |\n|---|---|---|---|---|---|---|\n";
-    for (const auto& [k, v] : totals)
-      out += fmt::format("| {} | {} | {} | {} | {:.6g} | {:.6g} | {:.6g} |\n", std::get<0>(k), std::get<1>(k),
-                         std::get<2>(k).empty() ? "-" : std::get<2>(k), v.layers, v.energy, v.cycles, v.energy * v.cycles);
+    for (const NetworkTotal& t : totals)
+      out += fmt::format("| {} | {} | {} | {} | {:.6g} | {:.6g} | {:.6g} |\n", t.workload, t.arch, t.seed.empty() ? "-" : t.seed,
+                         t.layers, t.energy_pj, t.cycles, t.edp());
     out += "\n";
   }
   out += "## Units\n\n| unit | status | energy_pj | cycles | EDP | rank | seconds |\n|---|---|---|---|---|---|---|\n";
@@ -80,18 +163,24 @@ std::string report_csv(const StudyFile& s) {
   return out;
 }
 
-std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir) {
+std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text) {
   const auto scripts = embedded_report_scripts();
   if (scripts.empty()) throw std::runtime_error("the plotting script is not compiled in");
   std::filesystem::create_directories(dir);
   const std::string script = (std::filesystem::path(dir) / ".mapfuse_plots.py").string();
   { std::ofstream(script) << scripts[0].text; }
+  std::string sweep_file;
+  if (sweep_csv_text.find('\n') + 1 < sweep_csv_text.size()) {  // a header and at least one row
+    sweep_file = (std::filesystem::path(dir) / "sweep_networks.csv").string();
+    std::ofstream(sweep_file) << sweep_csv_text;
+  }
   auto quote = [](const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
   };
-  const std::string cmd = "/usr/bin/python3 " + quote(script) + " " + quote(h5_path) + " " + quote(dir) + " 2>&1";
+  const std::string cmd = "/usr/bin/python3 " + quote(script) + " " + quote(h5_path) + " " + quote(dir) +
+                          (sweep_file.empty() ? "" : " " + quote(sweep_file)) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("cannot run /usr/bin/python3");
   std::string output;

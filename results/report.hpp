@@ -1,19 +1,55 @@
 #pragma once
 // Reports of a study file: summary tables (Markdown or CSV) and PNG plots.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "results/hdf5_writer.hpp"
 
 namespace mapfuse {
 
-// Per-unit table and, for map_layer units, per (workload, architecture, seed) network totals
-// (sums of layer energy and cycles, and their product).
-std::string report_markdown(const StudyFile& s);
+// One architecture point of a study's sweep (from the study TOML; the caller parses it, results/
+// does not know studies): its name, the sweep it belongs to (the [[architecture]]'s name) and
+// its parameter values, axes in the order written.
+struct SweepPointInfo {
+  std::string arch;
+  std::string family;
+  std::vector<std::pair<std::string, double>> params;
+};
+
+// A map_layer unit's label "<workload>/<layer> @ <arch>[ seed <s>]" read back; a unit that stands
+// for several identical layers is labelled "<workload>/{a,b,c} @ ...". False for other labels.
+struct LayerLabel {
+  std::string workload, arch, seed;
+  std::vector<std::string> layers;
+};
+bool parse_layer_label(const std::string& label, LayerLabel& out);
+
+// Network totals per (workload, architecture, seed): sums over the network's layers (a unit that
+// stands for n identical layers counts n times) of energy and cycles; EDP = energy x cycles.
+struct NetworkTotal {
+  std::string workload, arch, seed;
+  int layers = 0;
+  double energy_pj = 0, cycles = 0;
+  double edp() const { return energy_pj * cycles; }
+};
+std::vector<NetworkTotal> network_totals(const StudyFile& s);
+
+// The sweep points' network totals, one CSV row per (sweep, workload, seed, point):
+// family,workload,seed,arch,params,layers,complete,best,energy_pj,cycles,edp; params as
+// "pe=16;scratchpad_kib=256". complete = the point has as many layers as the most complete point
+// of its sweep (points with failed units are left out of the best); best = 1 for the lowest EDP.
+std::string sweep_csv(const StudyFile& s, const std::vector<SweepPointInfo>& sweep);
+
+// Per-unit table and, for map_layer units, network totals; for sweeps also the best point per
+// network (lowest network EDP).
+std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep = {});
 std::string report_csv(const StudyFile& s);
 
-// Writes the plots (results/plots.py under /usr/bin/python3) into `dir`; returns the files.
-// Throws std::runtime_error with the script's output when plotting fails.
-std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir);
+// Writes the plots (results/plots.py under /usr/bin/python3) into `dir`; returns the files. Given
+// a sweep_csv text with rows, it is written to <dir>/sweep_networks.csv and the script also draws
+// one network-EDP heat map per sweep and network. Throws std::runtime_error with the script's
+// output when plotting fails.
+std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text = {});
 
 }  // namespace mapfuse

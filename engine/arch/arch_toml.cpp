@@ -89,7 +89,12 @@ Level parse_level(TomlReader& r) {
 
 Architecture parse_architecture(std::string_view text, const std::string& file) {
   toml::table doc = parse_toml(text, file);
-  TomlReader r(doc, file);
+  return architecture_from_table(doc, file);
+}
+
+Architecture architecture_from_table(const toml::table& doc, const std::string& file, const std::string& key_path,
+                                     const std::vector<std::string>& also_valid) {
+  TomlReader r(doc, file, key_path);
   Architecture a;
   a.name = r.str("name");
   a.description = r.opt_str("description").value_or("");
@@ -112,8 +117,8 @@ Architecture parse_architecture(std::string_view text, const std::string& file) 
   for (size_t i = 0; i < core.levels.size(); ++i)
     for (size_t j = i + 1; j < core.levels.size(); ++j)
       if (core.levels[i].name == core.levels[j].name)
-        throw InputError({file, 0, 0}, "level", "level name '" + core.levels[i].name + "' repeats");
-  r.finish();
+        throw InputError(r.where("level"), r.key_path("level"), "level name '" + core.levels[i].name + "' repeats");
+  r.finish(also_valid);
   finalize(core, file);
   a.cores.push_back(std::move(core));
   return a;

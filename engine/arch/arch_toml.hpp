@@ -16,11 +16,18 @@
 #include <string_view>
 #include <vector>
 
+#include <toml++/toml.h>
+
 #include "engine/arch/architecture.hpp"
 
 namespace mapfuse {
 
 Architecture parse_architecture(std::string_view toml_text, const std::string& file);
+// The same from an already parsed table, e.g. an architecture written inline in a study's
+// [[architecture]] table: `key_path` prefixes the keys in error messages, `also_valid` names the
+// table's other keys (read by someone else) so that they are not reported as unknown.
+Architecture architecture_from_table(const toml::table& t, const std::string& file, const std::string& key_path = {},
+                                     const std::vector<std::string>& also_valid = {});
 // `name_or_path`: a preset name (see preset_names()) or a path to a TOML file.
 Architecture load_architecture(const std::string& name_or_path);
 std::vector<std::string> arch_preset_names();
