@@ -75,12 +75,9 @@ UnitResult run_map_layer(const WorkUnit& unit) {
     cost = m.cost;
     for (const ParetoMapping& pm : m.pareto) r.pareto.push_back({pm.energy_pj, pm.cycles, to_text(pm.mapping, e, core)});
   } else {
-    if (!space.levels.empty()) {
-      bool any = false;
-      for (const auto& lc : space.levels) any = any || lc.order || lc.keep || lc.spatial_x || lc.spatial_y;
-      if (any) throw std::runtime_error("the random method does not take mapspace constraints yet");
-    }
-    SearchResult s = random_search(e, core, p.at("budget").get<int64_t>(), p.at("seed").get<uint64_t>(), objective);
+    RandomMappingOptions ropt;
+    ropt.space = &space;
+    SearchResult s = random_search(e, core, p.at("budget").get<int64_t>(), p.at("seed").get<uint64_t>(), objective, ropt);
     best = s.best;
     cost = s.cost;
   }
