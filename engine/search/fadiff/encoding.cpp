@@ -210,7 +210,8 @@ ExactNetworkEvaluator::Result ExactNetworkEvaluator::evaluate(std::span<double> 
   // Fusion-group capacity at the fusion level (Eq. 24 at integer points): the group's layers'
   // tiles there must fit together. Repair: cut the fused edge whose removal leaves the smaller
   // largest part, until every group fits.
-  const int F = net.layers[0].fusion_level;
+  int F = -1;  // the fusion level (the same for every layer of one core: the outermost on-chip level keeping inputs)
+  for (const RelaxedLayer& L : net.layers) F = std::max(F, static_cast<int>(L.fusion_level));
   if (F >= 0 && core.levels[F].entries > 0) {
     const double cap = static_cast<double>(core.levels[F].entries);
     const double buf = core.levels[F].multiple_buffering;

@@ -154,7 +154,8 @@ LossWeights normalised_weights(const SearchSpace& s, const OptimizeOptions& o, d
   // smallest level (an accumulator column, 128-512 words) would make the scratchpad's term 10^3-10^4
   // times stiffer and crush every tile; overflows of smaller levels are left to the decode's repair.
   double cref = 0;
-  const int F = s.net().layers[0].fusion_level;
+  int F = -1;
+  for (const RelaxedLayer& L : s.net().layers) F = std::max(F, static_cast<int>(L.fusion_level));
   if (F >= 0) cref = static_cast<double>(s.core().levels[F].entries);
   if (cref <= 1)
     for (const Level& l : s.core().levels)
