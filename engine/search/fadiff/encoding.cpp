@@ -137,7 +137,10 @@ ExactNetworkEvaluator::ExactNetworkEvaluator(const SearchSpace& s, bool try_orde
     var[2].order = dram_stationary_orders(L, TensorRole::Output);
     variants_.push_back(std::move(var));
   }
-  scratch_.resize(net.layers.size());
+  const size_t n = net.layers.size();
+  scratch_.resize(n);
+  root_.resize(n), cut_.resize(n), sub_.resize(n), total_.resize(n), part_.resize(n);
+  en_.resize(n), cy_.resize(n), saved_.resize(n);
 }
 
 Mapping ExactNetworkEvaluator::mapping(int v, const double* x, int order) const {
@@ -193,14 +196,17 @@ std::vector<std::vector<int>> ExactNetworkEvaluator::groups(std::span<const uint
   return g;
 }
 
-ExactNetworkEvaluator::Result ExactNetworkEvaluator::evaluate(std::span<double> x, std::span<const uint8_t> fused_in) {
+const ExactNetworkEvaluator::Result& ExactNetworkEvaluator::evaluate(std::span<double> x,
+                                                                     std::span<const uint8_t> fused_in) {
   ++evaluations_;
   const RelaxedNetwork& net = s_.net();
   const Core& core = s_.core();
   const int n = static_cast<int>(net.layers.size());
-  Result res;
+  Result& res = res_;  // reused: no allocation once sized
   res.fused.assign(fused_in.begin(), fused_in.end());
   res.valid = true;
+  res.capacity_repairs = res.group_splits = 0;
+  res.energy_pj = res.cycles = 0;
   for (int v = 0; v < n; ++v) {
     evaluate_layer(v, x.data() + net.var_begin[v], scratch_[v], res.capacity_repairs);
     if (!scratch_[v].r[0].valid()) res.valid = false;
@@ -209,7 +215,7 @@ ExactNetworkEvaluator::Result ExactNetworkEvaluator::evaluate(std::span<double> 
 
   // Fusion-group capacity at the fusion level (Eq. 24 at integer points): the group's layers'
   // tiles there must fit together. Repair: cut the fused edge whose removal leaves the smaller
-  // largest part, until every group fits.
+  // largest part (ties: the first edge in network order), until every group fits.
   int F = -1;  // the fusion level (the same for every layer of one core: the outermost on-chip level keeping inputs)
   for (const RelaxedLayer& L : net.layers) F = std::max(F, static_cast<int>(L.fusion_level));
   if (F >= 0 && core.levels[F].entries > 0) {
@@ -217,32 +223,33 @@ ExactNetworkEvaluator::Result ExactNetworkEvaluator::evaluate(std::span<double> 
     const double buf = core.levels[F].multiple_buffering;
     auto occ = [&](int v) { return static_cast<double>(scratch_[v].r[0].level_occupancy[F]) * buf; };
     for (;;) {
-      bool changed = false;
-      for (const auto& g : groups(res.fused)) {
-        if (g.size() < 2) continue;
-        double total = 0;
-        for (int v : g) total += occ(v);
-        if (total <= cap) continue;
-        // Part below each fused edge of the group (consumer's subtree): members in topological
-        // order, so a reverse sweep accumulates subtrees.
-        std::vector<double> sub(n, 0);
-        for (auto it = g.rbegin(); it != g.rend(); ++it) {
-          sub[*it] += occ(*it);
-          const int e = net.in_edge[*it];
-          if (e >= 0 && res.fused[e]) sub[net.edges[e].producer] += sub[*it];
-        }
-        int cut = -1;
-        double best = 0;
-        for (int v : g) {
-          const int e = net.in_edge[v];
-          if (e < 0 || !res.fused[e]) continue;
-          const double part = std::max(sub[v], total - sub[v]);
-          if (cut < 0 || part < best) cut = e, best = part;
-        }
-        res.fused[cut] = 0;
-        ++res.group_splits;
-        changed = true;
+      // Groups by root (producers come first); sub[v]: v's part of its group below its in-edge.
+      for (int v = 0; v < n; ++v) {
+        const int e = net.in_edge[v];
+        root_[v] = e >= 0 && res.fused[e] ? root_[net.edges[e].producer] : v;
+        sub_[v] = 0;
+        total_[v] = 0;
+        cut_[v] = -1;
       }
+      for (int v = n - 1; v >= 0; --v) {
+        sub_[v] += occ(v);
+        total_[root_[v]] += occ(v);
+        const int e = net.in_edge[v];
+        if (e >= 0 && res.fused[e]) sub_[net.edges[e].producer] += sub_[v];
+      }
+      bool changed = false;
+      for (int v = 0; v < n; ++v) {
+        const int e = net.in_edge[v], r = root_[v];
+        if (e < 0 || !res.fused[e] || total_[r] <= cap) continue;
+        const double part = std::max(sub_[v], total_[r] - sub_[v]);
+        if (cut_[r] < 0 || part < part_[r]) cut_[r] = e, part_[r] = part;
+      }
+      for (int r = 0; r < n; ++r)
+        if (cut_[r] >= 0) {
+          res.fused[cut_[r]] = 0;
+          ++res.group_splits;
+          changed = true;
+        }
       if (!changed) break;
     }
   }
@@ -254,7 +261,9 @@ ExactNetworkEvaluator::Result ExactNetworkEvaluator::evaluate(std::span<double> 
   res.layer_energy_pj.assign(n, 0);
   res.layer_cycles.assign(n, 0);
   res.dram_words_saved.assign(n, 0);
-  std::vector<std::array<double, 3>> en(n), cy(n), saved(n);
+  auto& en = en_;
+  auto& cy = cy_;
+  auto& saved = saved_;
   for (int v = 0; v < n; ++v) {
     const RelaxedLayer& L = net.layers[v];
     const bool in_fused = net.in_edge[v] >= 0 && res.fused[net.in_edge[v]];

@@ -126,8 +126,9 @@ class ExactNetworkEvaluator {
   };
 
   // x: factors of every layer (SearchSpace::net() layout; sigma entries ignored), modified in place
-  // by the capacity repair; fused: per edge. Counts one exact network evaluation.
-  Result evaluate(std::span<double> x, std::span<const uint8_t> fused);
+  // by the capacity repair; fused: per edge. Counts one exact network evaluation. The result lives
+  // in the evaluator until the next call (no allocation per call once sized).
+  const Result& evaluate(std::span<double> x, std::span<const uint8_t> fused);
 
   // The mapping of layer v for factors x (layer variables) under DRAM order variant `order`.
   Mapping mapping(int v, const double* x, int order) const;
@@ -148,6 +149,10 @@ class ExactNetworkEvaluator {
   std::vector<EvalPlan> plans_;
   std::vector<std::array<RelaxedLayer, 3>> variants_;
   std::vector<LayerEval> scratch_;
+  Result res_;
+  std::vector<int> root_, cut_;
+  std::vector<double> sub_, total_, part_;
+  std::vector<std::array<double, 3>> en_, cy_, saved_;
   int64_t evaluations_ = 0;
 };
 

@@ -50,12 +50,12 @@ bool SearchRun::done() {
 double SearchRun::consider(std::span<double> x, std::span<const uint8_t> fused) {
   ++res.evaluations;
   ++res.exact_evaluations;
-  ExactNetworkEvaluator::Result r = ev.evaluate(x, fused);
+  const ExactNetworkEvaluator::Result& r = ev.evaluate(x, fused);
   if (!r.valid) return std::numeric_limits<double>::infinity();
   const double edp = r.edp();
   if (!have_best || edp < best.edp()) {
     have_best = true;
-    best = std::move(r);
+    best = r;
     best_x.assign(x.begin(), x.end());
     res.trace.push_back({seconds(), res.evaluations, edp});
   }
