@@ -44,7 +44,7 @@ struct OptimizeOptions {
   double align_weight = 1e-3; // extra factor on P_align
   // FADiff
   double alpha = 2;           // proximity logit scale (Eq. 1)
-  double tau0 = 1, tau_min = 0.05;  // temperature, annealed geometrically over each start
+  double tau0 = 0.3, tau_min = 0.05;  // temperature, annealed geometrically over each start
   Proximity proximity = Proximity::Log;
   int decode_every = 10;      // exact decode of the current point every this many steps
   bool decode_max_fusion = true;  // end of a start: also decode with every edge fused (then repaired)
