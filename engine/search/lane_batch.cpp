@@ -318,6 +318,26 @@ struct TileWorker::State {
   std::array<const std::vector<std::vector<int>>*, kMaxLevels> park_classes{};
   std::vector<int> park_ranks;
 
+  // Extended order codes of a level's classes (see Support::o), cached with the classes.
+  std::unordered_map<const void*, std::vector<uint32_t>> code_cache;
+  std::array<const std::vector<uint32_t>*, kMaxLevels> park_codes{};
+  std::vector<const std::vector<uint32_t>*> code_fast =
+      std::vector<const std::vector<uint32_t>*>(kMaxLevels << (kMaxTensors + kMaxRanks), nullptr);
+
+  const std::vector<uint32_t>& codes_of(int l, const std::vector<std::vector<int>>& classes) {
+    auto [it, fresh] = code_cache.try_emplace(&classes);
+    if (fresh)
+      for (const std::vector<int>& ord : classes) {
+        uint32_t code = 0, used = 0;
+        int shift = 0;
+        for (int r : ord) code |= uint32_t(r + 1) << shift, shift += 4, used |= 1u << r;
+        for (int r = 0; r < s->R; ++r)
+          if ((s->loopable[l] >> r & 1) && !(used >> r & 1)) code |= uint32_t(r + 1) << shift, shift += 4;
+        it->second.push_back(code);
+      }
+    return it->second;
+  }
+
   void park_merged() {
     const int L = s->L, R = s->R;
     Support key;
@@ -332,33 +352,38 @@ struct TileWorker::State {
         y |= uint32_t(ch.y[r] > 1) << r;
       }
       key.w[l] = x << 8 | y << 16 | uint32_t(ch.keep) << 24;
-      park_ranks.clear();
-      const LevelConstraints* lc = s->constraint(l);
-      if (lc && lc->order) {
-        for (int r : *lc->order)
-          if (t >> r & 1) park_ranks.push_back(r);
-      } else {
-        for (int r = 0; r < R; ++r)
-          if (t >> r & 1) park_ranks.push_back(r);
+      const size_t fast = (static_cast<size_t>(l) << (kMaxTensors + kMaxRanks)) | (below << kMaxRanks) | t;
+      const std::vector<std::vector<int>>* cls = order_fast[fast];
+      if (!cls) {
+        park_ranks.clear();
+        const LevelConstraints* lc = s->constraint(l);
+        if (lc && lc->order) {
+          for (int r : *lc->order)
+            if (t >> r & 1) park_ranks.push_back(r);
+        } else {
+          for (int r = 0; r < R; ++r)
+            if (t >> r & 1) park_ranks.push_back(r);
+        }
+        cls = &order_classes(l, park_ranks, below);
       }
-      park_classes[l] = &order_classes(l, park_ranks, below);
-      combos *= static_cast<int64_t>(park_classes[l]->size());
+      park_classes[l] = cls;
+      const std::vector<uint32_t>*& codes = code_fast[fast];
+      if (!codes) codes = &codes_of(l, *cls);
+      park_codes[l] = codes;
+      key.o[l] = (*park_codes[l])[0];
+      combos *= static_cast<int64_t>(cls->size());
       below |= ch.keep;
     }
     std::array<size_t, kMaxLevels> pick{};
     for (int64_t combo = 0; combo < combos; ++combo) {
-      for (int l = 0; l < L; ++l) {
-        uint32_t code = 0, used = 0;
-        int shift = 0;
-        for (int r : (*park_classes[l])[pick[l]]) code |= uint32_t(r + 1) << shift, shift += 4, used |= 1u << r;
-        for (int r = 0; r < R; ++r)
-          if ((s->loopable[l] >> r & 1) && !(used >> r & 1)) code |= uint32_t(r + 1) << shift, shift += 4;
-        key.o[l] = code;
-      }
       put(key);
       for (int l = 0; l < L; ++l) {
-        if (++pick[l] < park_classes[l]->size()) break;
+        if (++pick[l] < park_classes[l]->size()) {
+          key.o[l] = (*park_codes[l])[pick[l]];
+          break;
+        }
         pick[l] = 0;
+        key.o[l] = (*park_codes[l])[0];
       }
     }
   }
@@ -534,6 +559,8 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
     if (st.s) st.flush_all();
     if (st.s != &s) {
       st.orders.clear();
+      st.code_cache.clear();
+      std::fill(st.code_fast.begin(), st.code_fast.end(), nullptr);
       std::fill(st.order_fast.begin(), st.order_fast.end(), nullptr);
     }
     st.s = &s;

@@ -366,7 +366,13 @@ struct PmappingSink final : TileSink {
     L = static_cast<int>(c.levels.size());
     T = static_cast<int>(e.tensors.size());
     K = 2 + static_cast<int>(tracked.size());
+    for (int t = 0; t < T; ++t)
+      for (size_t d = 0; d < e.tensors[t].dims.size(); ++d) {
+        const auto& dim = e.tensors[t].dims[d];
+        plain_rank[t][d] = dim.size() == 1 && dim[0].coeff == 1 ? static_cast<int8_t>(dim[0].rank) : int8_t{-1};
+      }
   }
+  std::array<std::array<int8_t, kMaxTensorDims>, kMaxTensors> plain_rank{};  // dimension = one rank, or -1
 
   void consume(const TileCandidate& cand, const CompactCost& cost) override {
     // Capacity is decided on the reservations of the whole group (evaluate_fused_einsum).
@@ -389,7 +395,10 @@ struct PmappingSink final : TileSink {
       for (int t = 0; t < T; ++t) {
         if (!(keep >> t & 1)) continue;
         int64_t v = 1;
-        for (const auto& dim : e.tensors[t].dims) v *= Einsum::dim_extent(dim, ext);
+        for (size_t d = 0; d < e.tensors[t].dims.size(); ++d) {
+          const int pr = plain_rank[t][d];
+          v *= pr >= 0 ? ext[pr] : Einsum::dim_extent(e.tensors[t].dims[d], ext);
+        }
         if (l == b && (onchip >> t & 1)) exchanged += v;
         else own[l] += v;
       }
@@ -418,15 +427,25 @@ struct PmappingSink final : TileSink {
   }
 
   // Strictly dominated by a point of the front (equal criteria are not: they tie).
-  bool dominated(const std::array<double, 2 + kMaxLevels>& c) const {
-    for (const Entry& p : list) {
-      if (p.crit[0] > c[0]) break;
-      bool le = true, eq = p.crit[0] == c[0];
+  // The point that rejected the last candidate is tried first (neighbouring candidates tend to be
+  // dominated by the same point).
+  bool dominated(const std::array<double, 2 + kMaxLevels>& c) {
+    auto beats = [&](const Entry& p) {
+      bool le = p.crit[0] <= c[0], eq = p.crit[0] == c[0];
       for (int k = 1; k < K && le; ++k) le = p.crit[k] <= c[k], eq = eq && p.crit[k] == c[k];
-      if (le && !eq) return true;
+      return le && !eq;
+    };
+    if (last_hit < list.size() && beats(list[last_hit])) return true;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].crit[0] > c[0]) break;
+      if (beats(list[i])) {
+        last_hit = i;
+        return true;
+      }
     }
     return false;
   }
+  size_t last_hit = 0;
 
   // Front insertion of x (criteria and pmapping without its Mapping, built here from `cand` only
   // if x is kept); `cand` is null when x already carries its key and Mapping (merging).
