@@ -101,8 +101,8 @@ Command add_run_command(CLI::App& app) {
               journal->append(r);
               results.push_back(r);
             };
-            const RunReport report = g_mpi ? run_mpi(units, &run_map_layer, sink, opts)
-                                           : run_local(units, &run_map_layer, sink, opts);
+            const RunReport report = g_mpi ? run_mpi(units, &run_unit, sink, opts)
+                                           : run_local(units, &run_unit, sink, opts);
             if (!master) return 0;
             StudyMeta meta;
             meta.name = study.name;

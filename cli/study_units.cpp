@@ -6,6 +6,7 @@
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/search/exhaustive.hpp"
+#include "engine/search/fadiff/optimize.hpp"
 #include "engine/search/mapspace_toml.hpp"
 #include "engine/search/random_search.hpp"
 #include "engine/workload/load.hpp"
@@ -96,6 +97,48 @@ UnitResult run_map_layer(const WorkUnit& unit) {
   }
   r.best_mapping = to_text(*best, e, core);
   return r;
+}
+
+UnitResult run_optimize_network(const WorkUnit& unit) {
+  if (unit.kind != "optimize_network") throw std::runtime_error("unknown unit kind '" + unit.kind + "'");
+  const nlohmann::json p = nlohmann::json::parse(unit.payload);
+  const Architecture arch = parse_architecture(p.at("arch_toml").get<std::string>(), p.at("arch").get<std::string>());
+  const Core& core = arch.cores.at(0);
+  const Workload w = load_workload(p.at("workload").get<std::string>(),
+                                   {p.at("batch").get<int64_t>(), p.at("tokens").get<int64_t>()});
+  OptimizeOptions o;
+  o.seed = p.at("seed").get<uint64_t>();
+  o.time_budget_s = p.at("time_budget_s").get<double>();
+  o.max_evaluations = p.at("max_evaluations").get<int64_t>();
+  const OptimizeResult res = optimize_network(w, core, parse_method(p.at("method").get<std::string>()), o);
+  UnitResult r;
+  if (!res.found) {
+    r.status = UnitResult::Status::Failed;
+    r.message = "no valid mapping of " + w.name + " on " + core.name + " within the budget";
+    return r;
+  }
+  r.energy_pj = res.energy_pj;
+  r.cycles = res.cycles;
+  r.edp = res.edp;
+  // The strategy as text: fusion groups, then every layer's mapping.
+  std::string text = "groups:";
+  for (const auto& g : res.groups) {
+    text += " {";
+    for (size_t i = 0; i < g.size(); ++i) text += (i ? "," : "") + res.layers[g[i]];
+    text += "}";
+  }
+  for (size_t i = 0; i < res.layers.size(); ++i) {
+    const int e = w.einsum_index(res.layers[i]);
+    text += "\n" + res.layers[i] + ": " + (e >= 0 ? to_text(res.mappings[i], w.einsums[e], core) : std::string("?"));
+  }
+  r.best_mapping = text;
+  for (const TracePoint& t : res.trace) r.trace.push_back({t.seconds, t.evaluations, t.best_edp});
+  return r;
+}
+
+UnitResult run_unit(const WorkUnit& unit) {
+  if (unit.kind == "optimize_network") return run_optimize_network(unit);
+  return run_map_layer(unit);
 }
 
 }  // namespace mapfuse::cli

@@ -24,4 +24,12 @@ std::string shape_key(const Einsum& e);
 // executor records the unit as failed with the message).
 UnitResult run_map_layer(const WorkUnit& unit);
 
+// Computes one "optimize_network" unit: a network optimizer's joint mapping and fusion of a whole
+// workload (engine/search/fadiff), reported with the exact model; the trace is its best-so-far
+// EDP against time and evaluations.
+UnitResult run_optimize_network(const WorkUnit& unit);
+
+// Either of the above by the unit's kind.
+UnitResult run_unit(const WorkUnit& unit);
+
 }  // namespace mapfuse::cli

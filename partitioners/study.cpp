@@ -1,5 +1,6 @@
 #include "partitioners/study.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -190,10 +191,29 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
   if (s.workloads.empty()) r.fail("workload", "the study has no [[workload]]: nothing to run");
   if (s.architectures.empty()) r.fail("architecture", "the study has no [[architecture]]: nothing to run");
   if (auto m = r.opt_table("method")) {
-    s.method.name = m->opt_str("name").value_or("random");
-    if (s.method.name != "random" && s.method.name != "exhaustive")
-      m->fail("name", "unknown method '" + s.method.name + "'; expected random or exhaustive" +
-                          did_you_mean(s.method.name, {"random", "exhaustive"}));
+    const std::vector<std::string> known = {"random", "exhaustive", "fadiff", "dosa", "ga", "bo"};
+    if (m->has("name") && doc["method"]["name"].is_array()) {
+      s.method.names = m->str_list("name");
+      if (s.method.names.empty()) m->fail("name", "empty: the study would run nothing");
+    } else {
+      s.method.names = {m->opt_str("name").value_or("random")};
+    }
+    std::set<std::string> seen;
+    for (const std::string& n : s.method.names) {
+      if (std::find(known.begin(), known.end(), n) == known.end())
+        m->fail("name", "unknown method '" + n + "'; expected random or exhaustive (layer mappers), or fadiff, dosa, ga, bo "
+                        "(network optimizers)" + did_you_mean(n, known));
+      if (!seen.insert(n).second) m->fail("name", "method '" + n + "' listed twice");
+      if (s.method.names.size() > 1 && !is_network_method(n))
+        m->fail("name", "only network optimizers (fadiff, dosa, ga, bo) can be listed together; '" + n + "' is a layer mapper");
+    }
+    s.method.name = s.method.names.front();
+    if (auto t = m->opt_number("time_budget_s")) {
+      if (!(*t > 0) || !std::isfinite(*t)) m->fail("time_budget_s", "must be a positive number of seconds");
+      s.method.time_budget_s = *t;
+    }
+    s.method.max_evaluations = m->opt_integer("max_evaluations").value_or(0);
+    if (s.method.max_evaluations < 0) m->fail("max_evaluations", "must be >= 0 (0 = no evaluation budget)");
     s.method.objective = m->opt_str("objective").value_or("edp");
     if (s.method.objective != "edp" && s.method.objective != "energy" && s.method.objective != "cycles")
       m->fail("objective", "unknown objective '" + s.method.objective + "'; expected energy, cycles or edp" +
@@ -234,7 +254,43 @@ std::string map_layer_label(const std::string& workload, const std::vector<std::
   return workload + "/" + layer + " @ " + point + (seed.empty() ? "" : " seed " + seed);
 }
 
+bool is_network_method(const std::string& name) {
+  return name == "fadiff" || name == "dosa" || name == "ga" || name == "bo";
+}
+
+std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed) {
+  return workload + " @ " + point + " " + method + " seed " + std::to_string(seed);
+}
+
+namespace {
+
+// One unit per (point, workload, method, seed): a network optimizer's run.
+std::vector<WorkUnit> partition_network_study(const Study& s) {
+  std::vector<WorkUnit> units;
+  for (const StudyArchitecture& a : s.architectures)
+    for (const ArchitecturePoint& point : a.points)
+      for (const StudyWorkload& w : s.workloads)
+        for (const std::string& method : s.method.names)
+          for (uint64_t seed : s.method.seeds) {
+            nlohmann::json p = {{"arch", point.name},   {"arch_toml", point.toml}, {"workload", w.spec},
+                                {"batch", w.batch},     {"tokens", w.tokens},      {"method", method},
+                                {"seed", seed},         {"time_budget_s", s.method.time_budget_s},
+                                {"max_evaluations", s.method.max_evaluations}};
+            WorkUnit u;
+            u.kind = "optimize_network";
+            u.payload = p.dump();
+            u.id = stable_id(u.kind + "\n" + u.payload);
+            u.label = network_label(w.spec, point.name, method, seed);
+            u.cost_hint = s.method.time_budget_s;
+            units.push_back(std::move(u));
+          }
+  return units;
+}
+
+}  // namespace
+
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
+  if (is_network_method(s.method.name)) return partition_network_study(s);
   const bool random = s.method.name == "random";
   const bool group = !random && s.method.group_identical;
   std::vector<std::vector<StudyLayer>> layers;

@@ -9,6 +9,8 @@
 //   [architecture.sweep]  pe = [8, 16], scratchpad_kib = [64, 256], Scratchpad.block_size = [1, 8], ...
 //   [method]          name = "random" | "exhaustive", objective = "edp", budget = 20000, seeds = [1],
 //                     max_mappings = 200000000, group_identical = true
+//                   | name = "fadiff" | ["dosa", "bo", "ga", "fadiff"], time_budget_s = 10,
+//                     max_evaluations = 0, seeds = [1, 2]
 //
 // Every [[architecture]] gives one or more architecture points: the product of its sweep axes
 // (engine/arch/arch_sweep.hpp), named "<name>_<tag><value>..." (gemmini_pe16_sp256_acc64), or the
@@ -57,8 +59,16 @@ struct StudyArchitecture {
   std::vector<std::string> constrained_layers;  // layers the constraint file names (never grouped)
 };
 
+// Layer mappers ("random", "exhaustive": one unit per layer) or network optimizers ("fadiff",
+// "dosa", "ga", "bo": joint mapping and fusion of a whole network, engine/search/fadiff; one unit
+// per (point, workload, method, seed), kind "optimize_network").
+bool is_network_method(const std::string& name);
+
 struct StudyMethod {
   std::string name = "random";
+  std::vector<std::string> names = {"random"};  // every method listed (name = the first); network optimizers only may list several
+  double time_budget_s = 10;    // network optimizers: wall-time budget per unit
+  int64_t max_evaluations = 0;  // network optimizers: evaluation budget (0 = none; ends a run deterministically)
   std::string objective = "edp";
   int64_t budget = 20000;
   std::vector<uint64_t> seeds = {1};
@@ -100,6 +110,9 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of);
 
 // The label of a map_layer unit: "<workload>/<layer> @ <point>[ seed <s>]", the layer part written
 // "{a,b,c}" when the unit stands for several layers (results/report.cpp reads it back).
+// The label of an optimize_network unit: "<workload> @ <point> <method> seed <s>".
+std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed);
+
 std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
                             const std::string& seed);
 

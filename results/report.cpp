@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +34,39 @@ bool parse_layer_label(const std::string& label, LayerLabel& out) {
     out.layers.push_back(layer);
   }
   return true;
+}
+
+bool parse_network_label(const std::string& label, NetworkLabel& out) {
+  static const std::regex re(R"(^([^/ ]+) @ (\S+) (\S+) seed (\d+)$)");
+  std::smatch m;
+  if (!std::regex_match(label, m, re)) return false;
+  out = {m[1].str(), m[2].str(), m[3].str(), m[4].str()};
+  return true;
+}
+
+std::vector<OptimizerCell> optimizer_table(const StudyFile& s) {
+  // (workload, arch) -> method -> log-EDP sum and count
+  std::map<std::pair<std::string, std::string>, std::map<std::string, std::pair<double, int>>> acc;
+  for (const UnitResult& r : s.results) {
+    NetworkLabel l;
+    if (r.kind != "optimize_network" || r.status != UnitResult::Status::Done || !(r.edp > 0) || !parse_network_label(r.label, l))
+      continue;
+    auto& cell = acc[{l.workload, l.arch}][l.method];
+    cell.first += std::log(r.edp);
+    cell.second += 1;
+  }
+  std::vector<OptimizerCell> out;
+  for (const auto& [key, methods] : acc) {
+    const auto fadiff = methods.find("fadiff");
+    const double ref = fadiff == methods.end() ? 0 : std::exp(fadiff->second.first / fadiff->second.second);
+    for (const std::string m : {"dosa", "bo", "ga", "fadiff"}) {  // the paper's column order
+      const auto it = methods.find(m);
+      if (it == methods.end()) continue;
+      const double g = std::exp(it->second.first / it->second.second);
+      out.push_back({key.first, key.second, m, it->second.second, g, ref > 0 ? g / ref : 0});
+    }
+  }
+  return out;
 }
 
 std::vector<NetworkTotal> network_totals(const StudyFile& s) {
@@ -132,6 +166,15 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
                              r.total.seed.empty() ? "-" : r.total.seed, r.point->arch, params_text(*r.point, ", "), r.total.layers,
                              r.total.energy_pj, r.total.cycles, r.total.edp(), complete);
     }
+    out += "\n";
+  }
+  const auto cells = optimizer_table(s);
+  if (!cells.empty()) {
+    out += "## Network optimizers (exact EDP, geometric mean over seeds; ratio = method / FADiff)\n\n"
+           "| workload | architecture | method | seeds | EDP | ratio to FADiff |\n|---|---|---|---|---|---|\n";
+    for (const OptimizerCell& c : cells)
+      out += fmt::format("| {} | {} | {} | {} | {:.4g} | {} |\n", c.workload, c.arch, c.method, c.seeds, c.edp_geomean,
+                         c.ratio_to_fadiff > 0 ? fmt::format("{:.2f}x", c.ratio_to_fadiff) : std::string("-"));
     out += "\n";
   }
   const auto totals = network_totals(s);

@@ -41,6 +41,22 @@ std::vector<NetworkTotal> network_totals(const StudyFile& s);
 // of its sweep (points with failed units are left out of the best); best = 1 for the lowest EDP.
 std::string sweep_csv(const StudyFile& s, const std::vector<SweepPointInfo>& sweep);
 
+// An optimize_network unit's label "<workload> @ <arch> <method> seed <s>" read back.
+struct NetworkLabel {
+  std::string workload, arch, method, seed;
+};
+bool parse_network_label(const std::string& label, NetworkLabel& out);
+
+// Network optimizers compared (FADiff's Table 1 layout): per (workload, architecture) and method,
+// the geometric mean of the exact EDP over seeds and its ratio to FADiff's (when FADiff ran).
+struct OptimizerCell {
+  std::string workload, arch, method;
+  int seeds = 0;
+  double edp_geomean = 0;
+  double ratio_to_fadiff = 0;  // 0 when there is no FADiff cell to compare with
+};
+std::vector<OptimizerCell> optimizer_table(const StudyFile& s);
+
 // Per-unit table and, for map_layer units, network totals; for sweeps also the best point per
 // network (lowest network EDP).
 std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep = {});
