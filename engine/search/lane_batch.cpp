@@ -102,6 +102,23 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
       loops += std::popcount(loopable[l]) + std::popcount(x_ok[l]) + std::popcount(y_ok[l]);
     }
     merge = loops <= kMaxLoops;
+    for (int l = 0; l <= top && l < L && merge; ++l) {
+      bool safe = true;
+      for (int t = 0; t < T && safe; ++t) {
+        std::array<int, kMaxTensorDims> touched{};
+        for (uint32_t axis_ok : {x_ok[l], y_ok[l]})
+          for (int r = 0; r < R; ++r) {
+            if (!(axis_ok >> r & 1)) continue;
+            int dims = 0;
+            for (size_t d = 0; d < e.tensors[t].dims.size(); ++d)
+              for (const auto& term : e.tensors[t].dims[d])
+                if (term.rank == r) ++dims, ++touched[d];
+            safe = safe && dims <= 1;
+          }
+        for (int n : touched) safe = safe && n <= 1;
+      }
+      if (safe) always_x[l] = x_ok[l], always_y[l] = y_ok[l];
+    }
   }
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
@@ -247,14 +264,6 @@ struct Support {
   std::array<uint32_t, kMaxLevels> o{};
   bool operator==(const Support&) const = default;
 };
-struct SupportHash {
-  size_t operator()(const Support& k) const {
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (uint32_t v : k.w) h = (h ^ v) * 0x100000001B3ull, h ^= h >> 29;
-    for (uint32_t v : k.o) h = (h ^ v) * 0x100000001B3ull, h ^= h >> 29;
-    return static_cast<size_t>(h);
-  }
-};
 // Parked choices live in one pool per worker: bucket i holds kLanes choices of W = 3 * L * R
 // factors each (slot order of TileCandidate). The pool bounds how many buckets may be live at once
 // (partial ones are then flushed); more live buckets fill more lanes when supports are many.
@@ -267,7 +276,9 @@ struct TileWorker::State {
   TileSink* sink = nullptr;
   TileWorker* owner = nullptr;
   std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see order_classes()
-  std::unordered_map<Support, uint32_t, SupportHash> bucket_of;
+  // Open-addressing table support -> live bucket + 1 (0 = empty), at most half full.
+  std::vector<uint32_t> table;
+  size_t table_mask = 0;
   std::vector<int> counts;  // per live bucket
   std::vector<Support> bucket_support;
   std::unique_ptr<int32_t[]> pool;  // uninitialised; only written slots are read
@@ -351,6 +362,7 @@ struct TileWorker::State {
         x |= uint32_t(ch.x[r] > 1) << r;
         y |= uint32_t(ch.y[r] > 1) << r;
       }
+      if (s->always_x[l] | s->always_y[l]) x = s->always_x[l], y = s->always_y[l];
       key.w[l] = x << 8 | y << 16 | uint32_t(ch.keep) << 24;
       const size_t fast = (static_cast<size_t>(l) << (kMaxTensors + kMaxRanks)) | (below << kMaxRanks) | t;
       const std::vector<std::vector<int>>* cls = order_fast[fast];
@@ -410,14 +422,23 @@ struct TileWorker::State {
 
   void put(const Support& key) {
     const int L = s->L, R = s->R;
-    auto it = bucket_of.find(key);
-    if (it == bucket_of.end()) {
-      if (counts.size() == max_live) flush_all();
-      it = bucket_of.emplace(key, static_cast<uint32_t>(counts.size())).first;
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (int l = 0; l < L; ++l) {
+      h = (h ^ (uint64_t(key.w[l]) << 32 | key.o[l])) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 32;
+    }
+    size_t pos = static_cast<size_t>(h) & table_mask;
+    while (table[pos] != 0 && !(bucket_support[table[pos] - 1] == key)) pos = (pos + 1) & table_mask;
+    if (table[pos] == 0) {
+      if (counts.size() == max_live) {
+        flush_all();
+        pos = static_cast<size_t>(h) & table_mask;
+      }
+      table[pos] = static_cast<uint32_t>(counts.size()) + 1;
       counts.push_back(0);
       bucket_support.push_back(key);
     }
-    const size_t bi = it->second;
+    const size_t bi = table[pos] - 1;
     int32_t* f = pool.get() + (bi * kLanes + static_cast<size_t>(counts[bi]++)) * W;
     for (int l = 0; l < L; ++l)
       for (int r = 0; r < R; ++r) {
@@ -436,7 +457,7 @@ struct TileWorker::State {
       if (counts[i] > 0) flush(bucket_support[i], pool.get() + i * kLanes * W, counts[i]);
     counts.clear();
     bucket_support.clear();
-    bucket_of.clear();
+    std::fill(table.begin(), table.end(), 0u);
   }
 
   // Evaluates the bucket's choices under every order combination of its support.
@@ -566,6 +587,8 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
     st.s = &s;
     st.W = static_cast<size_t>(3 * s.L * s.R);
     st.max_live = kPoolWords / (kLanes * st.W);
+    st.table.assign(std::bit_ceil(2 * st.max_live), 0u);
+    st.table_mask = st.table.size() - 1;
     if (!st.pool) st.pool.reset(new int32_t[kPoolWords]);
     st.sink = &sink;
   }

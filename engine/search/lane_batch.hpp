@@ -106,6 +106,10 @@ class TileSearch {
   std::vector<std::vector<TensorMask>> keep_options;
   std::vector<LevelChoice> roots_;
   std::array<uint32_t, kMaxLevels> loopable{};  // per level: ranks it may iterate (merged mode)
+  // Merged mode: per level, the spatial loops always present (factor 1 = none), when adding them
+  // makes no tensor dimension move under two spatial loops of the level (which would send the
+  // lanes to the scalar multicast count); 0 = the choice's own spatial ranks.
+  std::array<uint32_t, kMaxLevels> always_x{}, always_y{};
   bool merge = false;
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};

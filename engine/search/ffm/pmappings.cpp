@@ -407,7 +407,7 @@ struct PmappingSink final : TileSink {
       for (int l : tracked)
         if ((own[l] + (l == b ? exchanged : 0)) * c.levels[l].multiple_buffering > c.levels[l].entries) return;
     const double it = static_cast<double>(ctx.fused.iterations);
-    std::array<double, 2 + kMaxLevels> crit;
+    std::array<double, 2 + kMaxLevels> crit{};
     crit[0] = cost.energy_pj * it;
     crit[1] = cost.cycles * it;
     for (size_t j = 0; j < tracked.size(); ++j) crit[2 + j] = static_cast<double>(own[tracked[j]]);
