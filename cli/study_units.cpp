@@ -7,6 +7,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/search/exhaustive.hpp"
 #include "engine/search/fadiff/optimize.hpp"
+#include "engine/search/mapspace.hpp"
 #include "engine/search/mapspace_toml.hpp"
 #include "engine/search/random_search.hpp"
 #include "engine/workload/load.hpp"
@@ -28,16 +29,30 @@ std::string shape_key(const Einsum& e) {
   return k;
 }
 
+namespace {
+// A proxy of the size of an Einsum's mapspace: every rank's factorisations over a few slots grow
+// with its number of divisors; measured exhaustive times follow this within a small factor.
+double mapspace_work(const Einsum& e) {
+  double w = 1;
+  for (const Rank& r : e.ranks) {
+    const double d = static_cast<double>(divisors(r.size).size());
+    w *= d * d;
+  }
+  return w;
+}
+}  // namespace
+
 std::vector<StudyLayer> mac_layers(const StudyWorkload& w) {
   const Workload wl = load_workload(w.spec, {w.batch, w.tokens});
   std::vector<StudyLayer> out;
   if (w.layers.empty()) {
     for (const Einsum& e : wl.einsums)
-      if (e.op == OpKind::Mac) out.push_back({e.name, shape_key(e)});
+      if (e.op == OpKind::Mac) out.push_back({e.name, shape_key(e), mapspace_work(e)});
   } else {
     for (const std::string& name : w.layers) {
       const int i = wl.einsum_index(name);
-      out.push_back({name, i < 0 ? std::string() : shape_key(wl.einsums[i])});  // unknown: its unit fails
+      if (i < 0) out.push_back({name, std::string(), 1});  // unknown: its unit fails
+      else out.push_back({name, shape_key(wl.einsums[i]), mapspace_work(wl.einsums[i])});
     }
   }
   return out;

@@ -301,6 +301,8 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
     for (const ArchitecturePoint& point : a.points)
       for (size_t wi = 0; wi < s.workloads.size(); ++wi) {
         const StudyWorkload& w = s.workloads[wi];
+        std::map<std::string, double> work_of;
+        for (const StudyLayer& l : layers[wi]) work_of[l.name] = l.work;
         // Groups of layers with one shape, in the order of their first layer.
         std::vector<std::vector<std::string>> groups;
         std::map<std::string, size_t> group_of_shape;
@@ -329,7 +331,9 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
             u.payload = p.dump();
             u.id = stable_id(u.kind + "\n" + u.payload);
             u.label = map_layer_label(w.spec, g, point.name, random ? std::to_string(seed) : "");
-            u.cost_hint = random ? static_cast<double>(s.method.budget) : 1.0;
+            // Exhaustive units: the layer's mapspace size, so that the largest layers go first and
+            // do not end up as the tail of the run.
+            u.cost_hint = random ? static_cast<double>(s.method.budget) : work_of.at(g.front());
             units.push_back(std::move(u));
           }
       }

@@ -100,6 +100,7 @@ Study load_study(const std::string& path);
 struct StudyLayer {
   std::string name;
   std::string shape;
+  double work = 1;  // relative size of the layer's mapspace (the exhaustive unit's cost hint)
 };
 
 // The study's work units. `layers_of` lists a workload's layers (its `layers`, or every MAC

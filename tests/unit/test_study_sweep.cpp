@@ -36,7 +36,7 @@ name = "exhaustive"
 // Layers by name; "a*" layers share one shape, the others are all different.
 std::vector<StudyLayer> fake_layers(const StudyWorkload& w) {
   std::vector<StudyLayer> out;
-  for (const std::string& n : w.layers) out.push_back({n, n[0] == 'a' ? "shape-a" : "shape-" + n});
+  for (const std::string& n : w.layers) out.push_back({n, n[0] == 'a' ? "shape-a" : "shape-" + n, n == "c" ? 500.0 : 7.0});
   return out;
 }
 
@@ -158,6 +158,12 @@ name = "exhaustive"
   CHECK(units[1].label == "net/b @ gemmini_default");
   CHECK(units[2].label == "net/c @ gemmini_default");
   CHECK(units[0].payload.find(R"("layer":"a1","layers":["a1","a2","a3"])") != std::string::npos);
+  // Cost hints are the layers' mapspace sizes, so the big layer is dispatched first.
+  CHECK(units[0].cost_hint == 7.0);
+  CHECK(units[2].cost_hint == 500.0);
+  std::vector<WorkUnit> dispatched = units;
+  order_for_dispatch(dispatched);
+  CHECK(dispatched.front().label == "net/c @ gemmini_default");
 
   auto no_group = partition_study(parse_study(text + "group_identical = false\n", "g.toml"), &fake_layers);
   CHECK(no_group.size() == 5);
