@@ -5,18 +5,11 @@
 #include <numeric>
 
 #include "engine/common/error.hpp"
+#include "engine/common/factors.hpp"
 #include "engine/cost/model.hpp"
 
 namespace mapfuse {
 namespace {
-
-std::vector<int64_t> primes_of(int64_t n) {
-  std::vector<int64_t> p;
-  for (int64_t f = 2; f * f <= n; ++f)
-    while (n % f == 0) p.push_back(f), n /= f;
-  if (n > 1) p.push_back(n);
-  return p;
-}
 
 std::vector<double> average_ranks(std::span<const double> a) {
   const size_t n = a.size();
@@ -51,7 +44,7 @@ Mapping random_relaxed_mapping(const RelaxedLayer& L, std::mt19937_64& rng) {
       for (int t = 0; t < L.n_tensors; ++t)
         if ((L.levels[m].keep >> t & 1) && L.levels[m].entries == 1 && (L.tensors[t].relevant_ranks >> d & 1))
           lowest = std::max(lowest, m + 1);
-    for (int64_t p : primes_of(L.rank_size[d])) {
+    for (int64_t p : prime_factors(L.rank_size[d])) {
       // Slots: temporal at levels lowest..M-1, spatial on the rank's axis where room is left.
       int slots[2 * kMaxLevels], n = 0;
       for (int m = lowest; m < M; ++m) slots[n++] = m;

@@ -5,14 +5,6 @@
 
 namespace mapfuse {
 
-std::vector<int64_t> prime_factors(int64_t n) {
-  std::vector<int64_t> f;
-  for (int64_t p = 2; p * p <= n; ++p)
-    while (n % p == 0) f.push_back(p), n /= p;
-  if (n > 1) f.push_back(n);
-  return f;
-}
-
 namespace {
 
 bool may_spread(const Fanout& f, bool x, const Einsum& e, int rank) {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "engine/arch/architecture.hpp"
+#include "engine/common/factors.hpp"
 #include "engine/mapping/mapping.hpp"
 #include "engine/search/mapspace.hpp"
 #include "engine/workload/einsum.hpp"
@@ -20,9 +21,6 @@ struct RandomMappingOptions {
   // construction; factor bounds are not (random_search rejects samples that break them).
   const Mapspace* space = nullptr;
 };
-
-// Prime factorisation (ascending, with multiplicity).
-std::vector<int64_t> prime_factors(int64_t n);
 
 Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
                        const RandomMappingOptions& opt = {});

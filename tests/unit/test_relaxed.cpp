@@ -14,16 +14,13 @@
 #include "engine/cost/relaxed_check.hpp"
 #include "engine/workload/zoo.hpp"
 
+#include "test_support.hpp"
+
 using namespace mapfuse;
 
 namespace {
 
-const Core& core(const std::string& name) {
-  static std::map<std::string, Core> cache;
-  auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(name, load_architecture(name).cores.at(0)).first;
-  return it->second;
-}
+const Core& core(const std::string& name) { return test::preset_core(name); }
 
 const Workload& zoo(const std::string& name) {
   static std::map<std::string, Workload> cache;
