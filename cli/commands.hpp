@@ -24,5 +24,6 @@ Command add_merge_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_validate_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
+Command add_optimize_command(CLI::App& app);
 
 }  // namespace mapfuse::cli

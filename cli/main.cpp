@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
       cli::add_arch_command(app),     cli::add_workload_command(app), cli::add_eval_command(app),
       cli::add_map_command(app),      cli::add_run_command(app),      cli::add_report_command(app),
       cli::add_validate_command(app), cli::add_demo_command(app),
-      cli::add_merge_command(app),
+      cli::add_merge_command(app),    cli::add_optimize_command(app),
   };
   try {
     app.parse(argc, argv);

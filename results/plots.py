@@ -6,6 +6,8 @@ usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv]
 - energy_by_level_<arch>.png: per-layer energy split by memory level (best seed per layer);
 - edp_by_layer.png: per-layer EDP of every architecture (log scale);
 - convergence.png: best-so-far objective against time, for units that recorded a trace;
+- optimizers_<workload>_<arch>.png (network-optimizer studies, FADiff's Figure 4): best-so-far exact
+  EDP against time of every method and seed on one network and architecture, one colour per method;
 - with SWEEP.csv (network totals of the sweep points, written by `mapfuse report`):
   sweep_edp_<sweep>_<workload>[_seed<s>].png, a heat map of network EDP over the first two sweep
   axes, one panel per value of the third axis, the best over any further axes; the per-architecture
@@ -25,6 +27,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+OPT_LABEL = re.compile(r"^(?P<workload>\S+) @ (?P<arch>\S+) (?P<method>\w+) seed (?P<seed>\d+)$")
+METHOD_COLOURS = {"fadiff": "tab:red", "dosa": "tab:green", "ga": "tab:blue", "bo": "tab:orange"}
 LABEL = re.compile(r"^(?P<workload>[^/]+)/(?P<layer>.+) @ (?P<arch>\S+)(?: seed (?P<seed>\d+))?$")
 
 
@@ -107,6 +111,40 @@ def heat_maps(rows, outdir, study):
         fig.suptitle(f"{study}: {workload}{seed_text} on {family} (cell: EDP / best = {best:.4g})", fontsize=9)
         name = f"sweep_edp_{family}_{workload}" + (f"_seed{seed}" if seed else "")
         out = os.path.join(outdir, re.sub(r"[^A-Za-z0-9_.+-]", "_", name) + ".png")
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    return written
+
+
+def optimizer_plots(units, trace, outdir):
+    """EDP against time per (workload, architecture) for the optimize_network units (Figure 4)."""
+    runs = {}
+    for u in units:
+        if u["status"] != 0 or u["trace_count"] == 0 or text(u["kind"]) != "optimize_network":
+            continue
+        m = OPT_LABEL.match(text(u["label"]))
+        if m:
+            runs.setdefault((m["workload"], m["arch"]), []).append((m["method"], int(m["seed"]), u))
+    written = []
+    for (workload, arch), rows in sorted(runs.items()):
+        fig, ax = plt.subplots(figsize=(6, 4))
+        seen = set()
+        end = max(u["wall_seconds"] for _, _, u in rows)
+        for method, seed, u in sorted(rows, key=lambda r: (r[0], r[1])):
+            t = trace[u["trace_offset"]: u["trace_offset"] + u["trace_count"]]
+            xs, ys = list(t[:, 0]) + [end], list(t[:, 2]) + [t[-1, 2]]
+            ax.step(xs, ys, where="post", color=METHOD_COLOURS.get(method), alpha=0.8,
+                    linestyle="--" if method == "dosa" else "-",
+                    label=None if method in seen else method)
+            seen.add(method)
+        ax.set_xlabel("optimisation time [s]")
+        ax.set_ylabel("best exact EDP so far [pJ x cycles]")
+        ax.set_yscale("log")
+        ax.set_title(f"{workload} on {arch}: EDP vs time (every seed)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        out = os.path.join(outdir, f"optimizers_{workload}_{arch}.png")
         fig.savefig(out, dpi=110)
         plt.close(fig)
         written.append(out)
@@ -198,6 +236,8 @@ def main(path, outdir, sweep_path=None):
         fig.savefig(out, dpi=110)
         plt.close(fig)
         written.append(out)
+    if trace is not None:
+        written += optimizer_plots(units, trace, outdir)
     if sweep:
         written += heat_maps(sweep, outdir, os.path.basename(path))
     for w in written:

@@ -54,8 +54,57 @@ for x in u:
     assert tr[-1, 2] == x['edp']
 print('optimizer study ok')
 PY
-png="$tmp/plots/convergence.png"
-[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]
+for png in "$tmp/plots/convergence.png" "$tmp/plots/optimizers_resnet18_fadiff_small.png"; do   # Figure 4
+  [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]
+done
+# A unit that cannot run (a one-word scratchpad: no mapping of conv1 fits) fails with its reason
+# while the other units finish; the run exits 1 and the file records both.
+cat >"$tmp/fail.toml" <<'TOML'
+name = "fadiff_fail"
+[[workload]]
+spec = "resnet18"
+[[architecture]]
+spec = "fadiff_small"
+[[architecture]]
+spec = "fadiff_small"
+name = "tiny"
+[architecture.sweep]
+"Scratchpad.entries" = [1]
+[method]
+name = ["fadiff"]
+time_budget_s = 60
+max_evaluations = 200
+TOML
+set +e
+"$bin" run "$tmp/fail.toml" --output "$tmp/fail.h5" --quiet >/dev/null 2>&1; rc=$?
+set -e
+[ "$rc" -eq 1 ] || { echo "failed-unit study: exit $rc, expected 1"; exit 1; }
+/usr/bin/python3 - "$tmp/fail.h5" <<'PY'
+import h5py, sys
+u = {x['label'].decode(): x for x in h5py.File(sys.argv[1])['units'][...]}
+assert u['resnet18 @ fadiff_small fadiff seed 1']['status'] == 0
+bad = u['resnet18 @ tiny_scratchpad_entries1 fadiff seed 1']
+assert bad['status'] != 0
+msg = bad['message'].decode()
+assert "einsum 'conv1'" in msg and "'Scratchpad' (1 words) is too small" in msg, msg
+PY
+# The command-line twin: bad input exits 2 with the reason; a run prints the exact EDP.
+set +e
+"$bin" optimize --workload resnet18 --arch fadiff_small --method gradient 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "unknown method 'gradient'" "$tmp/err"
+set +e
+"$bin" optimize --workload resnet18 --time-budget 0 2>"$tmp/err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "time budget must be a positive" "$tmp/err"
+"$bin" optimize --workload resnet18 --arch fadiff_small --method dosa --max-evaluations 300 --json >"$tmp/opt.json"
+/usr/bin/python3 - "$tmp/opt.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j['found'] and j['stopped_by'] == 'evaluations' and j['evaluations'] >= 300, j['stopped_by']
+assert abs(j['edp'] - j['energy_pj'] * j['cycles']) <= 1e-9 * j['edp']
+assert len(j['mappings']) == 21 and sum(len(g) for g in j['groups']) == 21
+PY
 # Bad input: an unknown method in the list and a zero budget name the file and line.
 expect_error() {
   set +e

@@ -303,7 +303,7 @@ void run_dosa(SearchRun& run) {
         }
       }
       ++adam.t;
-      adam.step(u, gu, o.lr, 0);
+      adam.step(u, gu, o.dosa_lr, 0);
       for (int i = 0; i < G; ++i) u[i] = std::clamp(u[i], 0.0, hi[i]);
       ++run.res.gradient_steps;
       ++run.res.evaluations;
