@@ -291,11 +291,42 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
   return out;
 }
 
+void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
+                              std::vector<std::vector<PmappingContext>>& contexts) {
+  if (o.must_fuse.empty() && o.must_not_fuse.empty()) return;
+  std::vector<int8_t> want(w.tensors.size(), -1);  // -1 free, 0 through DRAM, 1 on chip
+  auto mark = [&](const std::vector<int>& list, int8_t v, const char* key) {
+    for (int t : list) {
+      if (t < 0 || t >= static_cast<int>(w.tensors.size()))
+        throw InputError({}, key, "tensor index " + std::to_string(t) + " is not a tensor of workload '" + w.name + "'");
+      const std::string& name = w.tensors[t].name;
+      if (want[t] >= 0 && want[t] != v)
+        throw InputError({}, key, "tensor '" + name + "' is both in must_fuse and in must_not_fuse");
+      const bool produced = w.tensors[t].producer >= 0;
+      const bool consumed = !w.tensors[t].consumers.empty();
+      if (!produced || !consumed)
+        throw InputError({}, key, "tensor '" + name + "' is not exchanged between two Einsums of workload '" + w.name +
+                                      "' (" + (produced ? "nothing consumes it" : "no Einsum produces it") +
+                                      "), so it cannot be fused");
+      want[t] = v;
+    }
+  };
+  mark(o.must_fuse, 1, "must_fuse");
+  mark(o.must_not_fuse, 0, "must_not_fuse");
+  for (auto& list : contexts)
+    std::erase_if(list, [&](const PmappingContext& ctx) {
+      for (const TensorCompat& tc : ctx.compat)
+        if (want[tc.tensor] >= 0 && (want[tc.tensor] == 1) != tc.fused()) return true;
+      return false;
+    });
+}
+
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   const int E = static_cast<int>(w.einsums.size());
   std::vector<std::vector<PmappingContext>> contexts(E);
   int64_t all = 0;
   for (int i = 0; i < E; ++i) all += static_cast<int64_t>((contexts[i] = make_contexts(w, i, c, o.pmappings)).size());
+  apply_fusion_constraints(w, o, contexts);
   drop_unmatched_contexts(w, contexts);
   std::vector<EinsumPmappings> pm;
   int64_t kept = 0;

@@ -21,7 +21,18 @@ namespace mapfuse::ffm {
 
 struct FfmOptions {
   PmappingOptions pmappings;
+  // Fixed fusion decisions (workload tensor indices of intermediate tensors), e.g. TransFusion's
+  // "everything fused except K and V": a tensor in must_fuse is exchanged on chip, one in
+  // must_not_fuse through DRAM. FFM then returns the optimum of that restricted mapspace.
+  std::vector<int> must_fuse, must_not_fuse;
 };
+
+// Drops every context that contradicts o.must_fuse / o.must_not_fuse. Throws InputError when a
+// named tensor is not an intermediate (produced by one Einsum and consumed by another) or is in
+// both lists. Applied by ffm_search before drop_unmatched_contexts; callers that build contexts
+// themselves (distributed generation) apply it the same way.
+void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
+                              std::vector<std::vector<PmappingContext>>& contexts);
 
 struct Choice {
   int context = -1;   // index into EinsumPmappings::contexts

@@ -1,0 +1,105 @@
+// Fixed fusion decisions in FFM (FfmOptions::must_fuse / must_not_fuse, TransFusion-style
+// studies): the constrained optimum is the optimum of the restricted mapspace, never better than
+// the free one, and the extremes equal the free search's own special cases.
+#include <doctest/doctest.h>
+
+#include "engine/common/error.hpp"
+#include "engine/search/ffm/ffm.hpp"
+#include "tests/unit/test_support.hpp"
+
+using namespace mapfuse;
+using namespace mapfuse::ffm;
+
+namespace {
+
+// T1 = T0 W0, T2 = T1 W1, T3 = T2 W2, small enough for the whole fused mapspace in a second. On
+// tpuv4i, whose buffers keep every role, so that producer and consumer can share a backing level
+// (on Gemmini a matmul's output is backed in the accumulator and its consumer's input in the
+// scratchpad: no chain of matmuls fuses there).
+Workload three_matmuls() {
+  Workload w;
+  w.name = "three";
+  for (int i = 0; i < 3; ++i)
+    w.einsums.push_back(make_matmul("MM" + std::to_string(i), 4, 4, 4, "T" + std::to_string(i), "W" + std::to_string(i),
+                                    "T" + std::to_string(i + 1)));
+  finalize(w);
+  return w;
+}
+
+int tensor(const Workload& w, const std::string& name) {
+  for (size_t t = 0; t < w.tensors.size(); ++t)
+    if (w.tensors[t].name == name) return static_cast<int>(t);
+  FAIL("no tensor " << name);
+  return -1;
+}
+
+// Which intermediate tensors the LoopTree keeps on chip.
+bool onchip(const FfmSolution& s, const FfmResult& r, const Workload& w, int t) {
+  const int producer = w.tensors[t].producer;
+  const PmappingContext& ctx = r.pmappings[producer].contexts[s.choices[producer].context];
+  const TensorCompat* tc = ctx.find(t);
+  REQUIRE(tc != nullptr);
+  return tc->fused();
+}
+
+}  // namespace
+
+TEST_CASE("ffm fusion constraints: restricted optima bracket the free one and honour the constraint") {
+  const Workload w = three_matmuls();
+  const Core c = test::preset_core("tpuv4i");
+  const int T1 = tensor(w, "T1"), T2 = tensor(w, "T2");
+
+  const FfmResult free_r = ffm_search(w, c, {});
+  const FfmSolution* best = free_r.best(Objective::Edp);
+  REQUIRE(best != nullptr);
+
+  FfmOptions none;
+  none.pmappings.allow_fusion = false;
+  const FfmResult unfused_r = ffm_search(w, c, none);
+  const FfmSolution* unfused = unfused_r.best(Objective::Edp);
+  REQUIRE(unfused != nullptr);
+
+  // Every intermediate through DRAM: exactly the unfused search.
+  FfmOptions no;
+  no.must_not_fuse = {T1, T2};
+  const FfmResult no_r = ffm_search(w, c, no);
+  const FfmSolution* no_best = no_r.best(Objective::Edp);
+  REQUIRE(no_best != nullptr);
+  CHECK(no_best->edp() == unfused->edp());
+
+  // T1 on chip, T2 through DRAM (a TransFusion-like fixed decision).
+  FfmOptions mixed;
+  mixed.must_fuse = {T1};
+  mixed.must_not_fuse = {T2};
+  const FfmResult mixed_r = ffm_search(w, c, mixed);
+  const FfmSolution* m = mixed_r.best(Objective::Edp);
+  REQUIRE(m != nullptr);
+  CHECK(onchip(*m, mixed_r, w, T1));
+  CHECK_FALSE(onchip(*m, mixed_r, w, T2));
+  for (const FfmSolution& s : mixed_r.pareto) {  // the whole front, not just the optimum
+    CHECK(onchip(s, mixed_r, w, T1));
+    CHECK_FALSE(onchip(s, mixed_r, w, T2));
+  }
+  // The free search may choose anything the constrained ones can: never worse.
+  CHECK(best->edp() <= m->edp());
+  CHECK(best->edp() <= no_best->edp());
+  CHECK(best->edp() <= unfused->edp());
+  // With fusion worth something here, the free optimum is strictly better than no fusion.
+  CHECK(best->edp() < unfused->edp());
+}
+
+TEST_CASE("ffm fusion constraints: bad tensors are InputErrors") {
+  const Workload w = three_matmuls();
+  const Core c = test::preset_core("tpuv4i");
+  FfmOptions o;
+  o.must_fuse = {tensor(w, "W0")};  // a weight: nothing produces it
+  CHECK_THROWS_WITH_AS(ffm_search(w, c, o), doctest::Contains("no Einsum produces it"), InputError);
+  o.must_fuse = {tensor(w, "T3")};  // the network output: nothing consumes it
+  CHECK_THROWS_WITH_AS(ffm_search(w, c, o), doctest::Contains("nothing consumes it"), InputError);
+  o.must_fuse = {tensor(w, "T1")};
+  o.must_not_fuse = {tensor(w, "T1")};
+  CHECK_THROWS_WITH_AS(ffm_search(w, c, o), doctest::Contains("both in must_fuse and in must_not_fuse"), InputError);
+  o.must_fuse = {99};
+  o.must_not_fuse = {};
+  CHECK_THROWS_AS(ffm_search(w, c, o), InputError);
+}
