@@ -5,6 +5,10 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <stdexcept>
 
 #include "engine/common/embedded.hpp"
 #include "engine/common/toml_reader.hpp"
@@ -68,6 +72,24 @@ Level parse_level(TomlReader& r) {
     lv.fit = CapacityEnergyFit{fit->number("base_pj"), fit->number("per_kb_pj")};
     fit->finish();
     if (lv.entries == 0) r.fail("energy_fit", "needs a finite capacity (entries, size_bytes or size_kb)");
+  }
+  if (auto mlp = r.opt_table("energy_mlp")) {
+    if (lv.fit) r.fail("energy_mlp", "give either energy_fit or energy_mlp, not both");
+    if (r.has("energy_pj") || r.has("read_pj") || r.has("write_pj") || r.has("update_pj"))
+      r.fail("energy_mlp", "energies come from the MLP; remove energy_pj / read_pj / write_pj / update_pj");
+    std::vector<double> kb = mlp->number_list("capacity_kb"), pj = mlp->number_list("energy_pj");
+    std::vector<int> hidden;
+    for (double h : mlp->has("hidden") ? mlp->number_list("hidden") : std::vector<double>{8}) {
+      if (h != std::floor(h)) mlp->fail("hidden", "layer sizes must be integers");
+      hidden.push_back(static_cast<int>(h));
+    }
+    mlp->finish();
+    try {
+      lv.mlp = fit_energy_mlp(std::move(kb), std::move(pj), std::move(hidden));
+    } catch (const std::invalid_argument& e) {
+      r.fail("energy_mlp", e.what());
+    }
+    if (lv.entries == 0) r.fail("energy_mlp", "needs a finite capacity (entries, size_bytes or size_kb)");
   }
   lv.may_keep = parse_roles(r, "keeps");
   if (auto f = r.opt_table("fanout")) {
@@ -193,6 +215,10 @@ std::string to_toml(const Architecture& a) {
     if (lv.shared_bandwidth > 0) s += fmt::format("shared_bandwidth = {}\n", lv.shared_bandwidth);
     if (lv.fit)
       s += fmt::format("energy_fit = {{ base_pj = {}, per_kb_pj = {} }}\n", lv.fit->base_pj, lv.fit->per_kb_pj);
+    else if (lv.mlp)
+      s += fmt::format("energy_mlp = {{ capacity_kb = [{}], energy_pj = [{}], hidden = [{}] }}  # {} pJ here\n",
+                       fmt::join(lv.mlp->capacity_kb, ", "), fmt::join(lv.mlp->energy_pj, ", "),
+                       fmt::join(lv.mlp->hidden, ", "), lv.read_pj);
     else
       s += fmt::format("read_pj = {}\nwrite_pj = {}\nupdate_pj = {}\n", lv.read_pj, lv.write_pj, lv.update_pj);
     s += fmt::format("keeps = {}\n", roles_list(lv.may_keep));

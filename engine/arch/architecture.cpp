@@ -29,6 +29,10 @@ void finalize(Core& core, const std::string& where) {
       const double e = lv.fit->at(lv.capacity_kb());
       lv.read_pj = lv.write_pj = lv.update_pj = e;
     }
+    if (lv.mlp) {
+      if (lv.entries == 0) throw InputError({}, key, "energy_mlp needs a finite capacity");
+      lv.read_pj = lv.write_pj = lv.update_pj = lv.mlp->at(lv.capacity_kb());
+    }
     lv.instances = instances;
     instances *= lv.fanout.total();
   }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/arch/energy_mlp.hpp"
 #include "engine/workload/einsum.hpp"
 
 namespace mapfuse {
@@ -49,6 +50,7 @@ struct Level {
   // kept so that differentiable models can vary the capacity.
   double read_pj = 0, write_pj = 0, update_pj = 0;
   std::optional<CapacityEnergyFit> fit;
+  std::optional<EnergyMlp> mlp;  // FADiff's MLP of capacity instead of the linear fit (energy_mlp.hpp)
   RoleMask may_keep = kAllRoles;
   Fanout fanout;           // into the next inner level
   int64_t instances = 1;   // derived: product of the fan-outs of all outer levels

@@ -119,6 +119,21 @@ std::vector<std::string> TomlReader::str_list(std::string_view key) {
   return out;
 }
 
+std::vector<double> TomlReader::number_list(std::string_view key) {
+  std::vector<double> out;
+  const toml::node* n = get(key);
+  if (!n) return out;
+  const toml::array* a = n->as_array();
+  if (!a) fail(key, "expected an array of numbers, found " + type_name(*n));
+  for (const auto& el : *a) {
+    if (auto d = el.value<double>(); d && (el.is_floating_point() || el.is_integer()))
+      out.push_back(*d);
+    else
+      fail(key, "expected an array of numbers; an element is " + type_name(el));
+  }
+  return out;
+}
+
 TomlReader TomlReader::table(std::string_view key) {
   const toml::node& n = need(key);
   if (!n.is_table()) fail(key, "expected a table, found " + type_name(n));

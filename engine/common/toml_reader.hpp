@@ -29,6 +29,7 @@ class TomlReader {
   std::optional<double> opt_number(std::string_view key);
   std::optional<bool> opt_bool(std::string_view key);
   std::vector<std::string> str_list(std::string_view key);  // missing = empty
+  std::vector<double> number_list(std::string_view key);    // integers too; missing = empty
   TomlReader table(std::string_view key);
   std::optional<TomlReader> opt_table(std::string_view key);
   std::vector<TomlReader> tables(std::string_view key);  // array of tables; missing = empty

@@ -2,6 +2,7 @@
 // Timeloop's reference runs evaluate those runs exactly like the imported architectures.
 #include <doctest/doctest.h>
 
+#include "engine/arch/arch_sweep.hpp"
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/cost/model.hpp"
@@ -73,4 +74,63 @@ TEST_CASE("arch: presets converted from Timeloop runs evaluate the runs as the i
     CHECK(b.cycles == a.cycles);
     CHECK(b.energy_pj == doctest::Approx(a.energy_pj).epsilon(1e-12));
   }
+}
+
+TEST_CASE("arch: FADiff's MLP energy per access fits its CACTI points, deterministically, and follows sweeps") {
+  const Core c = load_architecture("fadiff_large_mlp").cores.at(0);
+  const Level& sp = c.levels[2];
+  const Level& acc = c.levels[1];
+  REQUIRE(sp.mlp);
+  REQUIRE(acc.mlp);
+  CHECK_FALSE(sp.fit);
+  // Training points reproduced within 4 % (measured: docs/fadiff.md), the fit's own report agrees.
+  for (const EnergyMlp* m : {&*sp.mlp, &*acc.mlp}) {
+    double worst = 0;
+    for (size_t i = 0; i < m->capacity_kb.size(); ++i)
+      worst = std::max(worst, std::abs(m->at(m->capacity_kb[i]) / m->energy_pj[i] - 1));
+    CHECK(worst < 0.04);
+    CHECK(worst == doctest::Approx(m->max_relative_error));
+    // Monotone data, monotone interpolation: the geometric midpoint lies between its neighbours.
+    for (size_t i = 0; i + 1 < m->capacity_kb.size(); ++i) {
+      const double mid = m->at(std::sqrt(m->capacity_kb[i] * m->capacity_kb[i + 1]));
+      CHECK(mid > m->at(m->capacity_kb[i]));
+      CHECK(mid < m->at(m->capacity_kb[i + 1]));
+    }
+  }
+  // The level's energies are the MLP at its capacity (512 KB scratchpad; 2 KB accumulator per column).
+  CHECK(sp.read_pj == sp.mlp->at(512));
+  CHECK(sp.write_pj == sp.read_pj);
+  CHECK(acc.update_pj == acc.mlp->at(2));
+  CHECK(sp.read_pj == doctest::Approx(7.634).epsilon(0.04));  // CACTI point at 512 KB
+  // Deterministic: fitting the same points again gives the same parameters to the bit.
+  const EnergyMlp again = fit_energy_mlp(sp.mlp->capacity_kb, sp.mlp->energy_pj, sp.mlp->hidden);
+  CHECK(again.params == sp.mlp->params);
+  // A sweep of the scratchpad's capacity re-derives the energy through the MLP.
+  const Architecture swept = apply_parameters(load_architecture("fadiff_large_mlp"), {{"scratchpad_kib", 64, {}, "sp"}});
+  const Level& sp64 = swept.cores[0].levels[2];
+  CHECK(sp64.capacity_kb() == doctest::Approx(64));
+  CHECK(sp64.read_pj == sp.mlp->at(64));
+  CHECK(sp64.read_pj < sp.read_pj);
+}
+
+TEST_CASE("arch: energy_mlp input errors name the file, line and what is wrong") {
+  auto arch = [](const std::string& mlp, const std::string& extra = "") {
+    return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
+           "[[level]]\nname = \"Buf\"\nsize_kb = 8\n" + extra + "energy_mlp = " + mlp + "\n";
+  };
+  auto expect = [](const std::string& text, const std::string& what) {
+    CHECK_THROWS_WITH_AS(parse_architecture(text, "mlp.toml"), doctest::Contains(what.c_str()), InputError);
+    CHECK_THROWS_WITH_AS(parse_architecture(text, "mlp.toml"), doctest::Contains("mlp.toml:"), InputError);
+  };
+  CHECK_NOTHROW(parse_architecture(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }"), "mlp.toml"));
+  expect(arch("{ capacity_kb = [1], energy_pj = [0.3] }"), "at least 2");
+  expect(arch("{ capacity_kb = [8, 1], energy_pj = [0.3, 0.8] }"), "strictly ascending");
+  expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, -1] }"), "energy_pj[1] is not a positive number");
+  expect(arch("{ capacity_kb = [1, 8, 16], energy_pj = [0.3, 0.8] }"), "one energy per capacity");
+  expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8], hidden = [0] }"), "not in 1..64");
+  expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, \"x\"] }"), "array of numbers");
+  expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8], hiden = [8] }"), "hiden");
+  expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }", "energy_pj = 2\n"), "energies come from the MLP");
+  expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }", "energy_fit = { base_pj = 1, per_kb_pj = 0.1 }\n"),
+         "either energy_fit or energy_mlp");
 }

@@ -1,0 +1,146 @@
+#include "engine/arch/energy_mlp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace mapfuse {
+namespace {
+
+constexpr int kIterations = 20000;  // Adam steps; the fits converge well before (tests)
+constexpr double kLearningRate = 0.01;
+
+// Layer sizes: 1 input, the hidden layers, 1 output.
+std::vector<int> layer_sizes(const std::vector<int>& hidden) {
+  std::vector<int> s{1};
+  s.insert(s.end(), hidden.begin(), hidden.end());
+  s.push_back(1);
+  return s;
+}
+
+// Forward pass on one standardised input; keeps every layer's activations in `act` (for the
+// backward pass) when given. Hidden layers tanh, output linear.
+double forward(const std::vector<int>& sizes, const double* p, double x, std::vector<std::vector<double>>* act) {
+  std::vector<double> in{x}, out;
+  if (act) act->assign(1, in);
+  for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+    const int n_in = sizes[l], n_out = sizes[l + 1];
+    const double* W = p;
+    const double* b = p + n_in * n_out;
+    out.assign(n_out, 0);
+    for (int o = 0; o < n_out; ++o) {
+      double z = b[o];
+      for (int i = 0; i < n_in; ++i) z += W[o * n_in + i] * in[i];
+      out[o] = l + 2 < sizes.size() ? std::tanh(z) : z;
+    }
+    p += n_in * n_out + n_out;
+    in.swap(out);
+    if (act) act->push_back(in);
+  }
+  return in[0];
+}
+
+}  // namespace
+
+double EnergyMlp::at(double capacity_kb) const {
+  const double x = (std::log(capacity_kb) - x_mean) / x_scale;
+  return std::exp(forward(layer_sizes(hidden), params.data(), x, nullptr) * y_scale + y_mean);
+}
+
+EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden) {
+  const size_t n = capacity_kb.size();
+  if (n != energy_pj.size())
+    throw std::invalid_argument("capacity_kb has " + std::to_string(n) + " values and energy_pj " +
+                                std::to_string(energy_pj.size()) + "; expected one energy per capacity");
+  if (n < 2) throw std::invalid_argument("needs at least 2 (capacity, energy) points, found " + std::to_string(n));
+  for (size_t i = 0; i < n; ++i) {
+    if (!(capacity_kb[i] > 0) || !std::isfinite(capacity_kb[i]))
+      throw std::invalid_argument("capacity_kb[" + std::to_string(i) + "] is not a positive number");
+    if (!(energy_pj[i] > 0) || !std::isfinite(energy_pj[i]))
+      throw std::invalid_argument("energy_pj[" + std::to_string(i) + "] is not a positive number");
+    if (i > 0 && !(capacity_kb[i] > capacity_kb[i - 1]))
+      throw std::invalid_argument("capacity_kb must be strictly ascending; value " + std::to_string(i) +
+                                  " is not above the one before");
+  }
+  if (hidden.empty() || hidden.size() > 4)
+    throw std::invalid_argument("hidden must list 1 to 4 layer sizes, found " + std::to_string(hidden.size()));
+  for (int h : hidden)
+    if (h < 1 || h > 64) throw std::invalid_argument("hidden layer size " + std::to_string(h) + " is not in 1..64");
+
+  EnergyMlp m;
+  m.capacity_kb = std::move(capacity_kb);
+  m.energy_pj = std::move(energy_pj);
+  m.hidden = std::move(hidden);
+  std::vector<double> xs(n), ys(n);
+  for (size_t i = 0; i < n; ++i) xs[i] = std::log(m.capacity_kb[i]), ys[i] = std::log(m.energy_pj[i]);
+  auto standardise = [&](std::vector<double>& v, double& mean, double& scale) {
+    mean = 0;
+    for (double a : v) mean += a;
+    mean /= static_cast<double>(n);
+    double var = 0;
+    for (double a : v) var += (a - mean) * (a - mean);
+    scale = std::sqrt(var / static_cast<double>(n));
+    if (scale < 1e-12) scale = 1;  // all energies equal: fit the constant
+    for (double& a : v) a = (a - mean) / scale;
+  };
+  standardise(xs, m.x_mean, m.x_scale);
+  standardise(ys, m.y_mean, m.y_scale);
+
+  // Xavier-uniform weights, zero biases, from a fixed-seed mt19937_64 (its output sequence is
+  // specified by the standard; the distribution is built by hand because
+  // std::uniform_real_distribution is not).
+  const std::vector<int> sizes = layer_sizes(m.hidden);
+  std::mt19937_64 rng(20260214);
+  for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+    const double a = std::sqrt(6.0 / (sizes[l] + sizes[l + 1]));
+    for (int k = 0; k < sizes[l] * sizes[l + 1]; ++k)
+      m.params.push_back(a * (2 * (static_cast<double>(rng() >> 11) * 0x1p-53) - 1));
+    m.params.insert(m.params.end(), static_cast<size_t>(sizes[l + 1]), 0.0);
+  }
+
+  const size_t P = m.params.size();
+  std::vector<double> grad(P), mom(P, 0), vel(P, 0);
+  std::vector<std::vector<double>> act;
+  std::vector<double> delta, prev;
+  for (int it = 1; it <= kIterations; ++it) {
+    std::fill(grad.begin(), grad.end(), 0.0);
+    for (size_t s = 0; s < n; ++s) {
+      const double y = forward(sizes, m.params.data(), xs[s], &act);
+      delta.assign(1, 2 * (y - ys[s]) / static_cast<double>(n));  // d mean squared error / d output
+      // Backward through the layers, last first.
+      size_t offset = P;
+      for (size_t l = sizes.size() - 1; l-- > 0;) {
+        const int n_in = sizes[l], n_out = sizes[l + 1];
+        offset -= static_cast<size_t>(n_in * n_out + n_out);
+        const std::vector<double>& in = act[l];
+        for (int o = 0; o < n_out; ++o) {
+          for (int i = 0; i < n_in; ++i) grad[offset + o * n_in + i] += delta[o] * in[i];
+          grad[offset + n_in * n_out + o] += delta[o];
+        }
+        if (l == 0) break;
+        prev.assign(n_in, 0);
+        for (int i = 0; i < n_in; ++i) {
+          double g = 0;
+          for (int o = 0; o < n_out; ++o) g += m.params[offset + o * n_in + i] * delta[o];
+          prev[i] = g * (1 - in[i] * in[i]);  // tanh'
+        }
+        delta.swap(prev);
+      }
+    }
+    const double b1 = 0.9, b2 = 0.999;
+    const double c1 = 1 - std::pow(b1, it), c2 = 1 - std::pow(b2, it);
+    for (size_t k = 0; k < P; ++k) {
+      mom[k] = b1 * mom[k] + (1 - b1) * grad[k];
+      vel[k] = b2 * vel[k] + (1 - b2) * grad[k] * grad[k];
+      m.params[k] -= kLearningRate * (mom[k] / c1) / (std::sqrt(vel[k] / c2) + 1e-12);
+    }
+  }
+  for (size_t i = 0; i < n; ++i)
+    m.max_relative_error = std::max(m.max_relative_error, std::abs(m.at(m.capacity_kb[i]) / m.energy_pj[i] - 1));
+  return m;
+}
+
+}  // namespace mapfuse
