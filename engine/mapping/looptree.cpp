@@ -124,4 +124,30 @@ std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, 
   return std::nullopt;
 }
 
+std::string to_text(const LoopTree& t, const Workload& w, const Core& c) {
+  std::string out;
+  for (size_t g = 0; g < t.groups.size(); ++g) {
+    const FusionGroup& G = t.groups[g];
+    std::string names;
+    for (int e : G.einsums) names += (names.empty() ? "" : " -> ") + w.einsums[e].name;
+    out += fmt::format("group {}: {}", g + 1, names);
+    for (const SharedLoop& sl : G.shared_loops) {
+      std::string ranks;
+      for (size_t k = 0; k < sl.rank.size() && k < G.einsums.size(); ++k)
+        if (sl.rank[k] >= 0)
+          ranks += (ranks.empty() ? "" : ", ") + w.einsums[G.einsums[k]].name + " " +
+                   w.einsums[G.einsums[k]].ranks[sl.rank[k]].name;
+      out += fmt::format(" | shared x{} ({}) above {}", sl.factor, ranks, c.levels[sl.level].name);
+    }
+    if (!G.backing.empty()) {
+      out += " | on chip:";
+      for (const TensorBacking& b : G.backing) out += " " + b.tensor + "@" + c.levels[b.level].name;
+    }
+    out += "\n";
+    for (size_t k = 0; k < G.einsums.size() && k < G.mappings.size(); ++k)
+      out += "  " + w.einsums[G.einsums[k]].name + ": " + to_text(G.mappings[k], w.einsums[G.einsums[k]], c) + "\n";
+  }
+  return out;
+}
+
 }  // namespace mapfuse

@@ -52,4 +52,9 @@ LoopTree unfused_looptree(const Workload& w, const std::vector<Mapping>& mapping
 // mapping structurally valid (check_structure). Capacity is the cost model's concern.
 std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, const Core& c);
 
+// For people (reports, the CLI), one line per group and one per Einsum:
+//   group 1: MM0 -> MM1 | shared M=4 (MM0 M, MM1 M) above GLB | on chip: T1@GLB
+//     MM0: DRAM[...] ... | GLB[...] ...
+std::string to_text(const LoopTree& t, const Workload& w, const Core& c);
+
 }  // namespace mapfuse

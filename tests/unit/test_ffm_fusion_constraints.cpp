@@ -103,3 +103,19 @@ TEST_CASE("ffm fusion constraints: bad tensors are InputErrors") {
   o.must_not_fuse = {};
   CHECK_THROWS_AS(ffm_search(w, c, o), InputError);
 }
+
+TEST_CASE("ffm memory limit: a join that would outgrow the limit stops with an InputError, not a kill") {
+  const Workload w = three_matmuls();
+  const Core c = test::preset_core("tpuv4i");
+  const FfmResult r = ffm_search(w, c, {});
+  REQUIRE(r.best(Objective::Edp) != nullptr);
+  const int64_t pm = pmapping_bytes(r.pmappings);
+  CHECK(pm > 0);
+  CHECK(r.peak_records_bytes >= pm);
+  // The same pmappings joined under a limit below what they already take: refused, with the reason.
+  CHECK_THROWS_WITH_AS(ffm_join(w, c, r.pmappings, pm - 1), doctest::Contains("exceed the memory limit"), InputError);
+  // At the measured peak it completes, with the same optimum.
+  const FfmResult again = ffm_join(w, c, r.pmappings, r.peak_records_bytes);
+  REQUIRE(again.best(Objective::Edp) != nullptr);
+  CHECK(again.best(Objective::Edp)->edp() == r.best(Objective::Edp)->edp());
+}

@@ -1,6 +1,8 @@
 #include "engine/search/ffm/ffm.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <fmt/format.h>
 #include <unordered_map>
 
@@ -121,11 +123,37 @@ LoopTree build_looptree(const Workload& w, const Core& c, const std::vector<Eins
   return t;
 }
 
-FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm) {
+int64_t pmapping_bytes(const std::vector<EinsumPmappings>& pm) {
+  int64_t bytes = 0;
+  for (const EinsumPmappings& e : pm) {
+    bytes += static_cast<int64_t>(e.contexts.size() * sizeof(PmappingContext));
+    for (const auto& list : e.pmappings)
+      for (const Pmapping& p : list)
+        bytes += static_cast<int64_t>(sizeof(Pmapping) + p.mapping.levels.size() * sizeof(p.mapping.levels[0]));
+  }
+  return bytes;
+}
+
+namespace {
+
+[[noreturn]] void memory_exceeded(int64_t limit, int64_t bytes, const std::string& where) {
+  throw InputError({}, "max_memory_mib",
+                   fmt::format("FFM would exceed the memory limit of {:.6g} MiB ({:.6g} MiB of pmappings and partial "
+                               "mappings {}); raise the limit, restrict the mapspace, or fix fusion decisions",
+                               static_cast<double>(limit) / (1 << 20), static_cast<double>(bytes) / (1 << 20), where));
+}
+
+}  // namespace
+
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes) {
   const int E = static_cast<int>(w.einsums.size());
   if (static_cast<int>(pm.size()) != E) throw InputError({}, "ffm", "one set of pmappings per Einsum expected");
+  const int64_t limit = std::max<int64_t>(0, max_memory_bytes);
+  int64_t held = pmapping_bytes(pm);  // pmappings plus the partial mappings of every step
+  if (limit && held > limit) memory_exceeded(limit, held, "after pmapping generation");
   const std::vector<int> tracked = tracked_levels(c);
   FfmResult out;
+  out.peak_records_bytes = held;
   // Lookahead tables: for every Einsum, the compatibilities it can offer for each tensor.
   std::vector<std::unordered_map<int, std::vector<TensorCompat>>> offers(E);
   for (int i = 0; i < E; ++i)
@@ -233,6 +261,10 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
             n.pmapping = static_cast<int32_t>(qi);
             dst.push_back(n);
             ++st.joined;
+            if (limit && (st.joined & 0xFFFF) == 0 &&
+                held + st.joined * static_cast<int64_t>(sizeof(Partial)) > limit)
+              memory_exceeded(limit, held + st.joined * static_cast<int64_t>(sizeof(Partial)),
+                              "while joining Einsum '" + w.einsums[i].name + "'");
           }
         }
       }
@@ -259,6 +291,8 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
       kept.push_back(std::move(h));
     }
     st.groups = static_cast<int64_t>(kept.size());
+    held += st.kept * static_cast<int64_t>(sizeof(Partial));
+    out.peak_records_bytes = std::max(out.peak_records_bytes, held + st.joined * static_cast<int64_t>(sizeof(Partial)));
     out.steps.push_back(st);
     history.push_back(std::move(kept));
   }
@@ -328,15 +362,23 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   for (int i = 0; i < E; ++i) all += static_cast<int64_t>((contexts[i] = make_contexts(w, i, c, o.pmappings)).size());
   apply_fusion_constraints(w, o, contexts);
   drop_unmatched_contexts(w, contexts);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
   std::vector<EinsumPmappings> pm;
   int64_t kept = 0;
   for (int i = 0; i < E; ++i) {
     kept += static_cast<int64_t>(contexts[i].size());
     pm.push_back(generate_pmappings(w, i, c, o.pmappings, std::move(contexts[i])));
   }
-  FfmResult r = ffm_join(w, c, std::move(pm));
+  const auto t1 = std::chrono::steady_clock::now();
+  const std::clock_t c1 = std::clock();
+  FfmResult r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20);
   r.contexts = all;
   r.contexts_matched = kept;
+  r.generation_seconds = std::chrono::duration<double>(t1 - t0).count();
+  r.join_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  r.generation_cpu_seconds = static_cast<double>(c1 - c0) / CLOCKS_PER_SEC;
+  r.join_cpu_seconds = static_cast<double>(std::clock() - c1) / CLOCKS_PER_SEC;
   return r;
 }
 

@@ -25,6 +25,10 @@ struct FfmOptions {
   // "everything fused except K and V": a tensor in must_fuse is exchanged on chip, one in
   // must_not_fuse through DRAM. FFM then returns the optimum of that restricted mapspace.
   std::vector<int> must_fuse, must_not_fuse;
+  // Stop with an InputError instead of being killed when the kept pmappings and partial
+  // mappings would exceed this many MiB (0 = no limit). An estimate: the records FFM keeps, not
+  // the allocator's overhead or the generator's per-thread buffers.
+  int64_t max_memory_mib = 0;
 };
 
 // Drops every context that contradicts o.must_fuse / o.must_not_fuse. Throws InputError when a
@@ -64,6 +68,10 @@ struct FfmResult {
   std::vector<JoinStep> steps;
   int64_t contexts = 0;          // compatibility contexts of all Einsums (ffm_search)
   int64_t contexts_matched = 0;  // left after dropping those no partner can match
+  // Where the time went (ffm_search): pmapping generation and the join, wall seconds and CPU
+  // seconds of the process (all threads).
+  double generation_seconds = 0, generation_cpu_seconds = 0, join_seconds = 0, join_cpu_seconds = 0;
+  int64_t peak_records_bytes = 0;  // the memory estimate max_memory_mib is checked against
   // The solution minimising the objective (the first on the front among equals); nullptr when
   // no fused mapping fits.
   const FfmSolution* best(Objective o) const;
@@ -72,7 +80,12 @@ struct FfmResult {
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
 
 // Step 2 alone, on given pmappings (one EinsumPmappings per Einsum, in workload order).
-FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pmappings);
+// max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit).
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pmappings,
+                   int64_t max_memory_bytes = 0);
+
+// Bytes FFM keeps for these pmappings (the estimate behind max_memory_mib).
+int64_t pmapping_bytes(const std::vector<EinsumPmappings>& pm);
 
 // The LoopTree of one pmapping per Einsum (compatible choices, as the join returns them).
 LoopTree build_looptree(const Workload& w, const Core& c, const std::vector<EinsumPmappings>& pm,

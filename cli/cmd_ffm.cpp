@@ -1,0 +1,162 @@
+// `mapfuse ffm`: the optimal fused mapping of a workload on one core by the Fast and Fusiest
+// Mapper (engine/search/ffm, docs/ffm.md): the optimum for one objective, the energy-latency
+// front, the LoopTree, and where the time and memory went.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/search/ffm/ffm.hpp"
+#include "engine/workload/load.hpp"
+
+namespace mapfuse::cli {
+namespace {
+
+Objective parse_ffm_objective(const std::string& s) {
+  if (s == "latency") return Objective::Cycles;
+  if (s == "energy" || s == "cycles" || s == "edp") return objective_from_string(s);
+  throw InputError({}, "--objective",
+                   "unknown objective '" + s + "'; expected energy, latency (cycles) or edp" +
+                       did_you_mean(s, {"energy", "latency", "cycles", "edp"}));
+}
+
+std::vector<int> tensor_indices(const Workload& w, const std::vector<std::string>& names, const char* option) {
+  std::vector<std::string> all;
+  for (const TensorInfo& t : w.tensors) all.push_back(t.name);
+  std::vector<int> out;
+  for (const std::string& n : names) {
+    const auto it = std::find(all.begin(), all.end(), n);
+    if (it == all.end())
+      throw InputError({}, option, "no tensor '" + n + "' in workload '" + w.name + "'" + did_you_mean(n, all));
+    out.push_back(static_cast<int>(it - all.begin()));
+  }
+  return out;
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;  // Linux: KiB
+}
+
+}  // namespace
+
+// What the user asked for must be possible: something to fuse, every tensor storable somewhere.
+static void check_ffm_input(const Workload& w, const Core& c, bool fusion) {
+  bool exchanged = false;
+  for (const TensorInfo& t : w.tensors) exchanged |= t.producer >= 0 && !t.consumers.empty();
+  if (fusion && !exchanged)
+    throw InputError({}, "workload '" + w.name + "'",
+                     "has no producer/consumer pair of Einsums, so there is nothing to fuse; use --no-fusion for "
+                     "the per-Einsum optima");
+  const Level& top = c.levels.back();
+  if (top.entries > 0)
+    for (const TensorInfo& t : w.tensors)
+      if (t.volume > top.entries)
+        throw InputError({}, "tensor '" + t.name + "'",
+                         fmt::format("{} words do not fit any level of core '{}': the outermost, '{}', holds {} words",
+                                     t.volume, c.name, top.name, top.entries));
+}
+
+Command add_ffm_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("ffm", "Optimal fused mapping of a workload (FFM: pmappings, compatibility, "
+                                        "Pareto pruning, joining; exact)");
+  struct Options {
+    std::string arch = "tpuv4i", workload, objective = "edp";
+    ZooParams zoo;
+    bool no_fusion = false, json = false, front = false;
+    std::vector<std::string> must_fuse, must_not_fuse;
+    int64_t max_memory_mib = 0;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
+  cmd->add_option("--workload", o->workload, "zoo name or workload file")->required();
+  cmd->add_option("--objective", o->objective, "energy, latency or edp")->capture_default_str();
+  cmd->add_option("--batch", o->zoo.batch, "batch size for zoo networks")->check(CLI::PositiveNumber);
+  cmd->add_option("--tokens", o->zoo.tokens, "sequence length for gpt3_6.7b")->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-fusion", o->no_fusion, "every Einsum alone (all tensors through the outermost level)");
+  cmd->add_option("--must-fuse", o->must_fuse, "tensors that must stay on chip (fixed fusion decisions)");
+  cmd->add_option("--must-not-fuse", o->must_not_fuse, "tensors that must go through the outermost level");
+  cmd->add_option("--max-memory-mib", o->max_memory_mib,
+                  "stop with an error before FFM's records exceed this many MiB (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
+  cmd->add_flag("--json", o->json, "print the result as JSON");
+  return {cmd, [o]() {
+            const Objective objective = parse_ffm_objective(o->objective);
+            const Core core = load_architecture(o->arch).cores.at(0);
+            const Workload w = load_workload(o->workload, o->zoo);
+            check_ffm_input(w, core, !o->no_fusion);
+            ffm::FfmOptions opt;
+            opt.pmappings.allow_fusion = !o->no_fusion;
+            opt.must_fuse = tensor_indices(w, o->must_fuse, "--must-fuse");
+            opt.must_not_fuse = tensor_indices(w, o->must_not_fuse, "--must-not-fuse");
+            opt.max_memory_mib = o->max_memory_mib;
+            const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
+            const ffm::FfmSolution* best = r.best(objective);
+            int64_t evaluated = 0, kept = 0;
+            for (const auto& p : r.pmappings) evaluated += p.evaluated, kept += p.kept;
+            int64_t combinations = 0;
+            for (const auto& s : r.steps) combinations += s.combinations;
+            if (o->json) {
+              nlohmann::json j;
+              j["workload"] = w.name;
+              j["arch"] = core.name;
+              j["objective"] = std::string(to_string(objective));
+              j["found"] = best != nullptr;
+              if (best) {
+                j["energy_pj"] = best->energy_pj;
+                j["cycles"] = best->cycles;
+                j["edp"] = best->edp();
+                j["looptree"] = to_text(best->tree, w, core);
+                j["groups"] = nlohmann::json::array();
+                for (const FusionGroup& g : best->tree.groups) {
+                  nlohmann::json names = nlohmann::json::array();
+                  for (int e : g.einsums) names.push_back(w.einsums[e].name);
+                  j["groups"].push_back(names);
+                }
+              }
+              for (const auto& s : r.pareto) j["front"].push_back({{"energy_pj", s.energy_pj}, {"cycles", s.cycles}});
+              j["pmappings_evaluated"] = evaluated;
+              j["pmappings_kept"] = kept;
+              j["contexts"] = r.contexts;
+              j["contexts_matched"] = r.contexts_matched;
+              j["join_combinations"] = combinations;
+              j["generation_seconds"] = r.generation_seconds;
+              j["generation_cpu_seconds"] = r.generation_cpu_seconds;
+              j["join_seconds"] = r.join_seconds;
+              j["join_cpu_seconds"] = r.join_cpu_seconds;
+              j["peak_records_mib"] = static_cast<double>(r.peak_records_bytes) / (1 << 20);
+              j["peak_rss_mib"] = peak_rss_mib();
+              std::cout << j.dump(2) << "\n";
+              return best ? 0 : 1;
+            }
+            fmt::print("{} on {}: {} Einsums, {} of {} contexts matchable, {} tile mappings evaluated, {} pmappings kept\n",
+                       w.name, core.name, w.einsums.size(), r.contexts_matched, r.contexts, evaluated, kept);
+            fmt::print("  generation {:.2f} s ({:.2f} CPU-s), join {:.2f} s ({:.2f} CPU-s, {} combinations), "
+                       "records {:.1f} MiB, peak RSS {:.0f} MiB\n",
+                       r.generation_seconds, r.generation_cpu_seconds, r.join_seconds, r.join_cpu_seconds, combinations,
+                       static_cast<double>(r.peak_records_bytes) / (1 << 20), peak_rss_mib());
+            if (!best) {
+              fmt::print("  no fused mapping fits core '{}'\n", core.name);
+              return 1;
+            }
+            size_t fused = 0;
+            for (const FusionGroup& g : best->tree.groups) fused += g.einsums.size() > 1;
+            fmt::print("  optimum ({}): energy {:.6g} pJ  cycles {:.6g}  EDP {:.6g}; {} groups ({} fused); front of {} points\n",
+                       to_string(objective), best->energy_pj, best->cycles, best->edp(), best->tree.groups.size(), fused,
+                       r.pareto.size());
+            std::string tree = to_text(best->tree, w, core);
+            fmt::print("{}", tree);
+            if (o->front)
+              for (const auto& s : r.pareto)
+                fmt::print("  front: energy {:.6g} pJ  cycles {:.6g}  EDP {:.6g}\n", s.energy_pj, s.cycles, s.edp());
+            return 0;
+          }};
+}
+
+}  // namespace mapfuse::cli

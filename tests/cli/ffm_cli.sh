@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `mapfuse ffm` on a chain of three small matmuls on a 3-level core: the optimum and its front,
+# fixed fusion decisions, and each bad input (exit 2 with the reason).
+set -eu
+bin="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/arch.toml" <<'TOML'
+name = "ffm_cli"
+[compute]
+energy_pj = 0.5
+[[level]]
+name = "DRAM"
+energy_pj = 100
+shared_bandwidth = 4
+[[level]]
+name = "Buffer"
+entries = 64
+energy_pj = 2
+shared_bandwidth = 1
+[[level]]
+name = "Reg"
+entries = 8
+energy_pj = 0.25
+TOML
+mm() {  # name input weight output
+  cat <<TOML
+[[einsum]]
+name = "$1"
+ranks = { M = 4, N = 4, K = 4 }
+tensors = [ { name = "$2", role = "input", dims = ["m", "k"] }, { name = "$3", role = "weight", dims = ["k", "n"] }, { name = "$4", role = "output", dims = ["m", "n"] } ]
+TOML
+}
+{ echo 'name = "chain3"'; mm MM0 T0 W0 T1; mm MM1 T1 W1 T2; mm MM2 T2 W2 T3; } >"$tmp/chain3.toml"
+{ echo 'name = "single"'; mm MM0 T0 W0 T1; } >"$tmp/single.toml"
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json >"$tmp/fused.json"
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --no-fusion >"$tmp/unfused.json"
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --must-not-fuse T1 --must-fuse T2 >"$tmp/fixed.json"
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" >"$tmp/text.txt"
+/usr/bin/python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+f, u, x = (json.load(open(f'{d}/{n}.json')) for n in ('fused', 'unfused', 'fixed'))
+for j in (f, u, x):
+    assert j['found'], j
+    assert abs(j['edp'] - j['energy_pj'] * j['cycles']) <= 1e-9 * j['edp']
+    front = [(p['energy_pj'], p['cycles']) for p in j['front']]
+    for a in front:   # non-dominated
+        assert not any(b != a and b[0] <= a[0] and b[1] <= a[1] for b in front), front
+    assert min(e * c for e, c in front) == j['edp']   # the EDP optimum is on the front
+    assert j['generation_cpu_seconds'] >= 0 and j['join_seconds'] >= 0 and j['pmappings_kept'] > 0
+# The free search is never worse than its restrictions; here fusion pays.
+assert f['edp'] <= x['edp'] and f['edp'] <= u['edp'], (f['edp'], x['edp'], u['edp'])
+assert f['edp'] < u['edp'], (f['edp'], u['edp'])
+assert all(len(g) == 1 for g in u['groups'])
+# Fixed decisions: T1 through DRAM (MM0 alone), T2 on chip (MM1 and MM2 together).
+assert x['groups'] == [['MM0'], ['MM1', 'MM2']], x['groups']
+print('ffm cli ok')
+PY
+grep -q "optimum (edp)" "$tmp/text.txt" && grep -q "^group 1: " "$tmp/text.txt"
+expect_error() {  # message, then the command's arguments
+  local msg="$1"; shift
+  set +e
+  "$bin" ffm "$@" 2>"$tmp/err" >/dev/null; local rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || { echo "exit $rc, expected 2: $*"; cat "$tmp/err"; exit 1; }
+  grep -q "$msg" "$tmp/err" || { echo "expected '$msg' in:"; cat "$tmp/err"; exit 1; }
+}
+expect_error "unknown objective 'latncy'.*did you mean 'latency'" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --objective latncy
+expect_error "no producer/consumer pair" --workload "$tmp/single.toml" --arch "$tmp/arch.toml"
+expect_error "no tensor 'T9'" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --must-fuse T9
+expect_error "tensor 'W0' is not exchanged.*no Einsum produces it" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --must-fuse W0
+# A core whose outermost level is bounded and smaller than a tensor: no level can hold it.
+sed 's/^energy_pj = 100$/energy_pj = 100\nentries = 8/' "$tmp/arch.toml" >"$tmp/small.toml"
+expect_error "tensor 'T0'.*16 words do not fit any level" --workload "$tmp/chain3.toml" --arch "$tmp/small.toml"
+echo "1 passed, 0 failed"
