@@ -1,0 +1,116 @@
+// The FFM baselines (engine/search/ffm/baselines.hpp) search FFM's own fused mapspace with its
+// cost model: every result is a LoopTree that evaluate_fused prices as reported, never better
+// than FFM's exact optimum, and random sampling finds that optimum on a space small enough.
+#include <doctest/doctest.h>
+
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/cost/fused.hpp"
+#include "engine/search/ffm/baselines.hpp"
+#include "engine/search/ffm/ffm.hpp"
+
+using namespace mapfuse;
+using namespace mapfuse::ffm;
+
+namespace {
+
+// DRAM (100 pJ, 4 words/cycle) > Buffer (64 words, 2 pJ, 1 word/cycle) > Reg (8 words, 0.25 pJ).
+Core small_core() {
+  return parse_architecture(R"(name = "baseline_test"
+[compute]
+energy_pj = 0.5
+[[level]]
+name = "DRAM"
+energy_pj = 100
+shared_bandwidth = 4
+[[level]]
+name = "Buffer"
+entries = 64
+energy_pj = 2
+shared_bandwidth = 1
+[[level]]
+name = "Reg"
+entries = 8
+energy_pj = 0.25
+)",
+                            "baseline_test.toml")
+      .cores.at(0);
+}
+
+Workload chain(int n, int64_t size) {
+  Workload w;
+  w.name = "chain";
+  for (int i = 0; i < n; ++i)
+    w.einsums.push_back(make_matmul("MM" + std::to_string(i), size, size, size, "T" + std::to_string(i),
+                                    "W" + std::to_string(i), "T" + std::to_string(i + 1)));
+  finalize(w);
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("ffm baselines: valid LoopTrees priced as reported, never better than FFM, monotone traces, deterministic") {
+  const Core c = small_core();
+  const Workload w = chain(3, 4);
+  const FfmResult exact = ffm_search(w, c, {});
+  for (Objective obj : {Objective::Edp, Objective::Energy}) {
+    const FfmSolution* opt = exact.best(obj);
+    REQUIRE(opt != nullptr);
+    const double optimum = obj == Objective::Edp ? opt->edp() : opt->energy_pj;
+    for (Baseline b : {Baseline::Random, Baseline::Annealing, Baseline::Genetic}) {
+      INFO(to_string(b) << " " << to_string(obj));
+      BaselineOptions o;
+      o.objective = obj;
+      o.time_budget_s = 60;
+      o.max_evaluations = 1500;
+      o.seed = 7;
+      const BaselineResult r = run_baseline(w, c, b, o);
+      REQUIRE(r.found);
+      CHECK(r.stopped_by == "evaluations");
+      CHECK(r.evaluations == 1500);
+      CHECK(!check_looptree(r.tree, w, c));
+      const FusedCost fc = evaluate_fused(r.tree, w, c);
+      CHECK(fc.valid);
+      CHECK(fc.energy_pj == r.energy_pj);
+      CHECK(fc.cycles == r.cycles);
+      CHECK(r.objective == (obj == Objective::Edp ? fc.edp() : fc.energy_pj));
+      CHECK(r.objective >= optimum * (1 - 1e-12));  // FFM is exact
+      REQUIRE(!r.trace.empty());
+      for (size_t i = 1; i < r.trace.size(); ++i) {
+        CHECK(r.trace[i].best < r.trace[i - 1].best);
+        CHECK(r.trace[i].evaluations > r.trace[i - 1].evaluations);
+      }
+      CHECK(r.trace.back().best == r.objective);
+      const BaselineResult again = run_baseline(w, c, b, o);
+      CHECK(again.objective == r.objective);
+      CHECK(again.trace.size() == r.trace.size());
+    }
+  }
+}
+
+TEST_CASE("ffm baselines: on a tiny fused mapspace random sampling reaches FFM's optimum") {
+  const Core c = small_core();
+  const Workload w = chain(2, 2);
+  const FfmResult exact = ffm_search(w, c, {});
+  const FfmSolution* opt = exact.best(Objective::Edp);
+  REQUIRE(opt != nullptr);
+  BaselineOptions o;
+  o.time_budget_s = 60;
+  o.max_evaluations = 20000;
+  const BaselineResult r = run_baseline(w, c, Baseline::Random, o);
+  REQUIRE(r.found);
+  CHECK(r.objective == doctest::Approx(opt->edp()).epsilon(1e-12));
+}
+
+TEST_CASE("ffm baselines: bad input is an InputError") {
+  const Core c = small_core();
+  const Workload w = chain(2, 2);
+  BaselineOptions o;
+  o.time_budget_s = 0;
+  CHECK_THROWS_WITH_AS(run_baseline(w, c, Baseline::Random, o), doctest::Contains("positive"), InputError);
+  o.time_budget_s = 1;
+  o.max_evaluations = -5;
+  CHECK_THROWS_AS(run_baseline(w, c, Baseline::Genetic, o), InputError);
+  CHECK_THROWS_WITH_AS(parse_baseline("randm"), doctest::Contains("did you mean"), InputError);
+  CHECK(parse_baseline("sa") == Baseline::Annealing);
+}
