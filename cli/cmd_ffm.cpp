@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/study_units.hpp"
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/ffm/ffm.hpp"
@@ -24,19 +25,6 @@ Objective parse_ffm_objective(const std::string& s) {
                        did_you_mean(s, {"energy", "latency", "cycles", "edp"}));
 }
 
-std::vector<int> tensor_indices(const Workload& w, const std::vector<std::string>& names, const char* option) {
-  std::vector<std::string> all;
-  for (const TensorInfo& t : w.tensors) all.push_back(t.name);
-  std::vector<int> out;
-  for (const std::string& n : names) {
-    const auto it = std::find(all.begin(), all.end(), n);
-    if (it == all.end())
-      throw InputError({}, option, "no tensor '" + n + "' in workload '" + w.name + "'" + did_you_mean(n, all));
-    out.push_back(static_cast<int>(it - all.begin()));
-  }
-  return out;
-}
-
 double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -44,23 +32,6 @@ double peak_rss_mib() {
 }
 
 }  // namespace
-
-// What the user asked for must be possible: something to fuse, every tensor storable somewhere.
-static void check_ffm_input(const Workload& w, const Core& c, bool fusion) {
-  bool exchanged = false;
-  for (const TensorInfo& t : w.tensors) exchanged |= t.producer >= 0 && !t.consumers.empty();
-  if (fusion && !exchanged)
-    throw InputError({}, "workload '" + w.name + "'",
-                     "has no producer/consumer pair of Einsums, so there is nothing to fuse; use --no-fusion for "
-                     "the per-Einsum optima");
-  const Level& top = c.levels.back();
-  if (top.entries > 0)
-    for (const TensorInfo& t : w.tensors)
-      if (t.volume > top.entries)
-        throw InputError({}, "tensor '" + t.name + "'",
-                         fmt::format("{} words do not fit any level of core '{}': the outermost, '{}', holds {} words",
-                                     t.volume, c.name, top.name, top.entries));
-}
 
 Command add_ffm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("ffm", "Optimal fused mapping of a workload (FFM: pmappings, compatibility, "
@@ -93,8 +64,8 @@ Command add_ffm_command(CLI::App& app) {
             check_ffm_input(w, core, !o->no_fusion);
             ffm::FfmOptions opt;
             opt.pmappings.allow_fusion = !o->no_fusion;
-            opt.must_fuse = tensor_indices(w, o->must_fuse, "--must-fuse");
-            opt.must_not_fuse = tensor_indices(w, o->must_not_fuse, "--must-not-fuse");
+            opt.must_fuse = ffm_tensor_indices(w, o->must_fuse, "--must-fuse");
+            opt.must_not_fuse = ffm_tensor_indices(w, o->must_not_fuse, "--must-not-fuse");
             opt.max_memory_mib = o->max_memory_mib;
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);

@@ -48,7 +48,7 @@ Command add_merge_command(CLI::App& app) {
 
             // The units a single run of the study computes, each with its slice for messages
             // about missing units (when every part is a slice of the same n).
-            std::vector<WorkUnit> units = partition_study(study, &mac_layers);
+            std::vector<WorkUnit> units = partition_study(study, &study_layers);
             int count = parts.front().file.meta.slice.count;
             for (const auto& p : parts)
               if (p.file.meta.slice.count != count) count = 0;

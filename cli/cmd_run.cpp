@@ -58,11 +58,15 @@ Command add_run_command(CLI::App& app) {
             MpiSession* g_mpi = mpi && mpi->size() > 1 ? mpi.get() : nullptr;
             const bool master = !g_mpi || g_mpi->is_master();
             const Study study = load_study(o->study);
+            if (!slice.whole() && std::find(study.method.names.begin(), study.method.names.end(), "ffm") != study.method.names.end())
+              throw InputError({}, "--slice",
+                               "FFM's join needs every generation slice in one run: distribute an ffm study over MPI "
+                               "ranks (mpirun / srun) instead of job-array slices");
             const std::string output =
                 !o->output.empty() ? o->output
                 : slice.whole()    ? "out/" + study.name + ".h5"
                                    : fmt::format("out/{}.part{}of{}.h5", study.name, slice.index, slice.count);
-            std::vector<WorkUnit> units = partition_study(study, &mac_layers);
+            std::vector<WorkUnit> units = partition_study(study, &study_layers);
             if (!slice.whole()) units = units_of_slice(std::move(units), slice);
             const std::string what = slice.whole() ? study.name : study.name + " " + describe(slice);
             const size_t total = units.size();
@@ -118,6 +122,9 @@ Command add_run_command(CLI::App& app) {
                          results.size(), total, journal_path(output));
               return kExitInterrupted;
             }
+            // FFM: the master joins the generated pmappings of each (point, workload) once all its
+            // slices are in (a sliced run leaves that to `mapfuse merge`).
+            if (slice.whole()) complete_ffm_joins(study, results, [&](const UnitResult& r) { journal->append(r); });
             write_study_h5(output, meta, results);
             size_t failed = 0;
             for (const auto& r : results) failed += r.status == UnitResult::Status::Failed;

@@ -1,11 +1,18 @@
 #include "cli/study_units.hpp"
 
+#include <chrono>
+#include <fmt/format.h>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
 #include "engine/search/exhaustive.hpp"
+#include "engine/search/ffm/baselines.hpp"
+#include "engine/search/ffm/pmapping_io.hpp"
 #include "engine/search/fadiff/optimize.hpp"
 #include "engine/search/mapspace.hpp"
 #include "engine/search/mapspace_toml.hpp"
@@ -42,12 +49,11 @@ double mapspace_work(const Einsum& e) {
 }
 }  // namespace
 
-std::vector<StudyLayer> mac_layers(const StudyWorkload& w) {
+std::vector<StudyLayer> study_layers(const StudyWorkload& w) {
   const Workload wl = load_workload(w.spec, {w.batch, w.tokens});
   std::vector<StudyLayer> out;
   if (w.layers.empty()) {
-    for (const Einsum& e : wl.einsums)
-      if (e.op == OpKind::Mac) out.push_back({e.name, shape_key(e), mapspace_work(e)});
+    for (const Einsum& e : wl.einsums) out.push_back({e.name, shape_key(e), mapspace_work(e), e.op == OpKind::Mac});
   } else {
     for (const std::string& name : w.layers) {
       const int i = wl.einsum_index(name);
@@ -151,8 +157,199 @@ UnitResult run_optimize_network(const WorkUnit& unit) {
   return r;
 }
 
+void check_ffm_input(const Workload& w, const Core& c, bool fusion) {
+  bool exchanged = false;
+  for (const TensorInfo& t : w.tensors) exchanged |= t.producer >= 0 && !t.consumers.empty();
+  if (fusion && !exchanged)
+    throw InputError({}, "workload '" + w.name + "'",
+                     "has no producer/consumer pair of Einsums, so there is nothing to fuse; use --no-fusion "
+                     "(fusion = false in a study) for the per-Einsum optima");
+  const Level& top = c.levels.back();
+  if (top.entries > 0)
+    for (const TensorInfo& t : w.tensors)
+      if (t.volume > top.entries)
+        throw InputError({}, "tensor '" + t.name + "'",
+                         fmt::format("{} words do not fit any level of core '{}': the outermost, '{}', holds {} words",
+                                     t.volume, c.name, top.name, top.entries));
+}
+
+std::vector<int> ffm_tensor_indices(const Workload& w, const std::vector<std::string>& names, const std::string& key) {
+  std::vector<std::string> all;
+  for (const TensorInfo& t : w.tensors) all.push_back(t.name);
+  std::vector<int> out;
+  for (const std::string& n : names) {
+    const auto it = std::find(all.begin(), all.end(), n);
+    if (it == all.end())
+      throw InputError({}, key, "no tensor '" + n + "' in workload '" + w.name + "'" + did_you_mean(n, all));
+    out.push_back(static_cast<int>(it - all.begin()));
+  }
+  return out;
+}
+
+namespace {
+
+// What every fused-mapper unit of one (point, workload) shares, from its payload.
+struct FfmSetup {
+  Architecture arch;
+  Workload w;
+  ffm::FfmOptions opt;
+  Objective objective = Objective::Edp;
+  const Core& core() const { return arch.cores.at(0); }
+};
+
+FfmSetup ffm_setup(const nlohmann::json& p) {
+  FfmSetup s{parse_architecture(p.at("arch_toml").get<std::string>(), p.at("arch").get<std::string>()),
+             load_workload(p.at("workload").get<std::string>(), {p.at("batch").get<int64_t>(), p.at("tokens").get<int64_t>()}),
+             {},
+             objective_from_string(p.at("objective").get<std::string>())};
+  const bool fusion = p.at("fusion").get<bool>();
+  check_ffm_input(s.w, s.core(), fusion);
+  s.opt.pmappings.allow_fusion = fusion;
+  s.opt.must_not_fuse = ffm_tensor_indices(s.w, p.at("must_not_fuse").get<std::vector<std::string>>(), "must_not_fuse");
+  if (p.at("must_fuse_others").get<bool>()) {
+    for (size_t t = 0; t < s.w.tensors.size(); ++t) {
+      const TensorInfo& ti = s.w.tensors[t];
+      if (ti.producer >= 0 && !ti.consumers.empty() &&
+          std::find(s.opt.must_not_fuse.begin(), s.opt.must_not_fuse.end(), static_cast<int>(t)) == s.opt.must_not_fuse.end())
+        s.opt.must_fuse.push_back(static_cast<int>(t));
+    }
+  } else {
+    s.opt.must_fuse = ffm_tensor_indices(s.w, p.at("must_fuse").get<std::vector<std::string>>(), "must_fuse");
+  }
+  s.opt.max_memory_mib = p.at("max_memory_mib").get<int64_t>();
+  return s;
+}
+
+double objective_of(Objective o, double energy, double cycles) {
+  return o == Objective::Energy ? energy : o == Objective::Cycles ? cycles : energy * cycles;
+}
+
+}  // namespace
+
+UnitResult run_ffm_pmappings(const WorkUnit& unit) {
+  const nlohmann::json p = nlohmann::json::parse(unit.payload);
+  const FfmSetup s = ffm_setup(p);
+  const auto contexts = ffm::matchable_contexts(s.w, s.core(), s.opt);
+  UnitResult r;
+  r.data = ffm::generate_pmapping_slice(s.w, s.core(), s.opt, contexts, p.at("einsum").get<int>(),
+                                        p.at("slice").get<int>(), p.at("slices").get<int>());
+  return r;
+}
+
+UnitResult run_ffm_baseline(const WorkUnit& unit) {
+  const nlohmann::json p = nlohmann::json::parse(unit.payload);
+  const FfmSetup s = ffm_setup(p);
+  std::string method = p.at("method").get<std::string>();
+  if (method.rfind("ffm_", 0) == 0) method = method.substr(4);
+  ffm::BaselineOptions o;
+  o.objective = s.objective;
+  o.seed = p.at("seed").get<uint64_t>();
+  o.time_budget_s = p.at("time_budget_s").get<double>();
+  o.max_evaluations = p.at("max_evaluations").get<int64_t>();
+  const ffm::BaselineResult b = ffm::run_baseline(s.w, s.core(), ffm::parse_baseline(method), o);
+  UnitResult r;
+  if (!b.found) {
+    r.status = UnitResult::Status::Failed;
+    r.message = fmt::format("no valid fused mapping of {} on {} in {} evaluations", s.w.name, s.core().name, b.evaluations);
+    return r;
+  }
+  r.energy_pj = b.energy_pj;
+  r.cycles = b.cycles;
+  r.edp = b.energy_pj * b.cycles;
+  r.best_mapping = to_text(b.tree, s.w, s.core());
+  for (const auto& t : b.trace) r.trace.push_back({t.seconds, t.evaluations, t.best});
+  return r;
+}
+
+void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
+                        const std::function<void(const UnitResult&)>& append) {
+  if (!is_fused_method(study.method.name)) return;
+  // The generation units of each (point, workload), from the partition (deterministic).
+  struct Group {
+    nlohmann::json payload;  // of its first unit: what the join needs
+    std::vector<std::string> ids;
+    std::string label;
+  };
+  std::map<std::string, Group> groups;
+  std::vector<std::string> order;
+  for (const WorkUnit& u : partition_study(study, &study_layers)) {
+    if (u.kind != "ffm_pmappings") continue;
+    nlohmann::json p = nlohmann::json::parse(u.payload);
+    nlohmann::json key = p;
+    for (const char* k : {"einsum", "einsum_name", "slice", "slices"}) key.erase(k);
+    const std::string k = key.dump();
+    auto [it, fresh] = groups.try_emplace(k);
+    if (fresh) {
+      it->second.payload = p;
+      it->second.label = ffm_join_label(p.at("workload").get<std::string>(), p.at("arch").get<std::string>());
+      order.push_back(k);
+    }
+    it->second.ids.push_back(u.id);
+  }
+  std::map<std::string, const UnitResult*> by_id;
+  for (const UnitResult& r : results) by_id[r.unit_id] = &r;
+  std::vector<UnitResult> joined;
+  for (const std::string& k : order) {
+    const Group& g = groups.at(k);
+    UnitResult r;
+    r.unit_id = stable_id("ffm_join\n" + k);
+    r.kind = "ffm_join";
+    r.label = g.label;
+    if (by_id.count(r.unit_id)) continue;  // joined in an earlier run
+    std::vector<std::string> slices;
+    double generation = 0;
+    std::string failed;
+    size_t missing = 0;
+    for (const std::string& id : g.ids) {
+      const auto it = by_id.find(id);
+      if (it == by_id.end()) {
+        ++missing;
+        continue;
+      }
+      if (it->second->status != UnitResult::Status::Done) {
+        if (failed.empty()) failed = it->second->label + ": " + it->second->message;
+        continue;
+      }
+      slices.push_back(it->second->data);
+      generation += it->second->wall_seconds;
+    }
+    if (missing) continue;  // a sliced or interrupted run: joined once every slice is in
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      if (!failed.empty()) throw std::runtime_error("pmapping generation failed: " + failed);
+      const FfmSetup s = ffm_setup(g.payload);
+      const ffm::FfmResult f = ffm::ffm_join(s.w, s.core(), ffm::merge_pmapping_slices(s.w, s.core(), ffm::matchable_contexts(s.w, s.core(), s.opt), slices),
+                                             s.opt.max_memory_mib << 20);
+      const ffm::FfmSolution* best = f.best(s.objective);
+      if (!best) throw std::runtime_error("no fused mapping of " + s.w.name + " fits core " + s.core().name);
+      r.energy_pj = best->energy_pj;
+      r.cycles = best->cycles;
+      r.edp = best->edp();
+      int64_t kept = 0;
+      for (const auto& e : f.pmappings) kept += e.kept;
+      r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      r.best_mapping = fmt::format("ffm: generation {:.6g} s over {} units, join {:.6g} s, {} pmappings kept, front of {} points, "
+                                   "objective {}\n",
+                                   generation, g.ids.size(), r.wall_seconds, kept, f.pareto.size(), to_string(s.objective)) +
+                       to_text(best->tree, s.w, s.core());
+      for (const ffm::FfmSolution& sol : f.pareto) r.pareto.push_back({sol.energy_pj, sol.cycles, to_text(sol.tree, s.w, s.core())});
+    } catch (const std::exception& e) {
+      r.status = UnitResult::Status::Failed;
+      r.message = e.what();
+      r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    joined.push_back(std::move(r));
+  }
+  for (UnitResult& r : joined) {
+    append(r);
+    results.push_back(std::move(r));
+  }
+}
+
 UnitResult run_unit(const WorkUnit& unit) {
   if (unit.kind == "optimize_network") return run_optimize_network(unit);
+  if (unit.kind == "ffm_pmappings") return run_ffm_pmappings(unit);
+  if (unit.kind == "ffm_baseline") return run_ffm_baseline(unit);
   return run_map_layer(unit);
 }
 

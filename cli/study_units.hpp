@@ -1,19 +1,22 @@
 #pragma once
 // What computes a study's work units: the engine side of `mapfuse run`.
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "engine/arch/architecture.hpp"
 #include "engine/workload/einsum.hpp"
+#include "engine/workload/workload.hpp"
 #include "partitioners/study.hpp"
 #include "partitioners/work_unit.hpp"
 #include "results/unit_result.hpp"
 
 namespace mapfuse::cli {
 
-// The layers of a study workload (its `layers`, or every MAC Einsum) with their shape keys, so
-// that the partitioner can map identical layers once (a layer name the workload lacks gets an
-// empty key; its unit fails with the reason).
-std::vector<StudyLayer> mac_layers(const StudyWorkload& w);
+// The layers of a study workload (its `layers`, or every Einsum, MAC ones flagged) with their
+// shape keys, so that the partitioner can map identical layers once (a layer name the workload
+// lacks gets an empty key; its unit fails with the reason).
+std::vector<StudyLayer> study_layers(const StudyWorkload& w);
 
 // The shape key of an Einsum: op, ranks (names and sizes), tensors (role, bits, projections);
 // not the names of the Einsum or its tensors.
@@ -29,7 +32,26 @@ UnitResult run_map_layer(const WorkUnit& unit);
 // EDP against time and evaluations.
 UnitResult run_optimize_network(const WorkUnit& unit);
 
-// Either of the above by the unit's kind.
+// FFM's pmapping generation for one slice of one Einsum's contexts ("ffm_pmappings"; the
+// pmappings travel in UnitResult::data) and one FFM baseline run ("ffm_baseline").
+UnitResult run_ffm_pmappings(const WorkUnit& unit);
+UnitResult run_ffm_baseline(const WorkUnit& unit);
+
+// Any of the above by the unit's kind.
 UnitResult run_unit(const WorkUnit& unit);
+
+// Joins FFM's generated pmappings (docs/ffm.md, "Distribution and studies"): for every (point,
+// workload) of a study with method "ffm" whose generation units are all in `results` and whose
+// join is not, merges the slices, joins them, and passes one "ffm_join" result (the optimum for
+// the study's objective, the energy-latency front, the LoopTree, generation vs join time) to
+// `append` and to `results`. A failed generation unit or join gives a failed join result with
+// the reason. Runs on the master (rank 0) after the units, so the result does not depend on how
+// many ranks generated the slices.
+void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
+                        const std::function<void(const UnitResult&)>& append);
+
+// Bad input of a fused-mapper run (nothing to fuse; a tensor no level can hold): InputError.
+void check_ffm_input(const Workload& w, const Core& c, bool fusion);
+std::vector<int> ffm_tensor_indices(const Workload& w, const std::vector<std::string>& names, const std::string& key);
 
 }  // namespace mapfuse::cli

@@ -191,7 +191,8 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
   if (s.workloads.empty()) r.fail("workload", "the study has no [[workload]]: nothing to run");
   if (s.architectures.empty()) r.fail("architecture", "the study has no [[architecture]]: nothing to run");
   if (auto m = r.opt_table("method")) {
-    const std::vector<std::string> known = {"random", "exhaustive", "fadiff", "dosa", "ga", "bo"};
+    const std::vector<std::string> known = {"random", "exhaustive", "fadiff", "dosa", "ga", "bo",
+                                            "ffm", "ffm_sa", "ffm_ga", "ffm_random"};
     if (m->has("name") && doc["method"]["name"].is_array()) {
       s.method.names = m->str_list("name");
       if (s.method.names.empty()) m->fail("name", "empty: the study would run nothing");
@@ -201,11 +202,14 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     std::set<std::string> seen;
     for (const std::string& n : s.method.names) {
       if (std::find(known.begin(), known.end(), n) == known.end())
-        m->fail("name", "unknown method '" + n + "'; expected random or exhaustive (layer mappers), or fadiff, dosa, ga, bo "
-                        "(network optimizers)" + did_you_mean(n, known));
+        m->fail("name", "unknown method '" + n + "'; expected random or exhaustive (layer mappers), fadiff, dosa, ga, bo "
+                        "(network optimizers), or ffm, ffm_sa, ffm_ga, ffm_random (fused mappers)" + did_you_mean(n, known));
       if (!seen.insert(n).second) m->fail("name", "method '" + n + "' listed twice");
-      if (s.method.names.size() > 1 && !is_network_method(n))
-        m->fail("name", "only network optimizers (fadiff, dosa, ga, bo) can be listed together; '" + n + "' is a layer mapper");
+      if (s.method.names.size() > 1 && !is_network_method(n) && !is_fused_method(n))
+        m->fail("name", "only network optimizers (fadiff, dosa, ga, bo) or fused mappers (ffm, ffm_sa, ffm_ga, ffm_random) "
+                        "can be listed together; '" + n + "' is a layer mapper");
+      if (is_network_method(n) != is_network_method(s.method.names.front()) || is_fused_method(n) != is_fused_method(s.method.names.front()))
+        m->fail("name", "network optimizers and fused mappers cannot be mixed in one study");
     }
     s.method.name = s.method.names.front();
     if (auto t = m->opt_number("time_budget_s")) {
@@ -221,6 +225,20 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     s.method.budget = m->opt_integer("budget").value_or(20000);
     if (s.method.budget <= 0) m->fail("budget", "must be positive");
     s.method.max_mappings = m->opt_integer("max_mappings").value_or(200'000'000);
+    s.method.context_slices = static_cast<int>(m->opt_integer("context_slices").value_or(1));
+    if (s.method.context_slices < 1 || s.method.context_slices > 4096)
+      m->fail("context_slices", "must be between 1 and 4096 (generation units per Einsum)");
+    s.method.fusion = m->opt_bool("fusion").value_or(true);
+    if (m->has("must_fuse") && doc["method"]["must_fuse"].is_string()) {
+      if (m->str("must_fuse") != "others")
+        m->fail("must_fuse", "expected a list of tensor names or \"others\" (every intermediate not in must_not_fuse)");
+      s.method.must_fuse_others = true;
+    } else {
+      s.method.must_fuse = m->str_list("must_fuse");
+    }
+    s.method.must_not_fuse = m->str_list("must_not_fuse");
+    s.method.max_memory_mib = m->opt_integer("max_memory_mib").value_or(0);
+    if (s.method.max_memory_mib < 0) m->fail("max_memory_mib", "must be >= 0 (0 = no limit)");
     s.method.group_identical = m->opt_bool("group_identical").value_or(true);
     if (m->has("seeds")) {
       s.method.seeds.clear();
@@ -258,6 +276,14 @@ bool is_network_method(const std::string& name) {
   return name == "fadiff" || name == "dosa" || name == "ga" || name == "bo";
 }
 
+bool is_fused_method(const std::string& name) {
+  return name == "ffm" || name == "ffm_sa" || name == "ffm_ga" || name == "ffm_random";
+}
+
+std::string ffm_join_label(const std::string& workload, const std::string& point) {
+  return workload + " @ " + point + " ffm";
+}
+
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed) {
   return workload + " @ " + point + " " + method + " seed " + std::to_string(seed);
 }
@@ -287,10 +313,67 @@ std::vector<WorkUnit> partition_network_study(const Study& s) {
   return units;
 }
 
+// Fused mappers: FFM's generation slices (one unit per (point, workload, Einsum, slice)) and one
+// unit per (point, workload, baseline, seed).
+std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_of) {
+  std::vector<WorkUnit> units;
+  std::vector<std::vector<StudyLayer>> einsums;
+  for (const StudyWorkload& w : s.workloads) einsums.push_back(layers_of(w));
+  const StudyMethod& m = s.method;
+  for (const StudyArchitecture& a : s.architectures)
+    for (const ArchitecturePoint& point : a.points)
+      for (size_t wi = 0; wi < s.workloads.size(); ++wi) {
+        const StudyWorkload& w = s.workloads[wi];
+        nlohmann::json base = {{"arch", point.name},         {"arch_toml", point.toml},
+                               {"workload", w.spec},         {"batch", w.batch},
+                               {"tokens", w.tokens},         {"objective", m.objective},
+                               {"fusion", m.fusion},         {"must_fuse", m.must_fuse},
+                               {"must_fuse_others", m.must_fuse_others}, {"must_not_fuse", m.must_not_fuse},
+                               {"max_memory_mib", m.max_memory_mib}};
+        for (const std::string& method : m.names) {
+          if (method == "ffm") {
+            for (size_t i = 0; i < einsums[wi].size(); ++i)
+              for (int slice = 0; slice < m.context_slices; ++slice) {
+                nlohmann::json p = base;
+                p["einsum"] = i;
+                p["einsum_name"] = einsums[wi][i].name;
+                p["slice"] = slice;
+                p["slices"] = m.context_slices;
+                WorkUnit u;
+                u.kind = "ffm_pmappings";
+                u.payload = p.dump();
+                u.id = stable_id(u.kind + "\n" + u.payload);
+                u.label = fmt::format("{}/{} @ {} ffm slice {}/{}", w.spec, einsums[wi][i].name, point.name, slice,
+                                      m.context_slices);
+                u.cost_hint = einsums[wi][i].work / m.context_slices;
+                units.push_back(std::move(u));
+              }
+            continue;
+          }
+          for (uint64_t seed : m.seeds) {
+            nlohmann::json p = base;
+            p["method"] = method;
+            p["seed"] = seed;
+            p["time_budget_s"] = m.time_budget_s;
+            p["max_evaluations"] = m.max_evaluations;
+            WorkUnit u;
+            u.kind = "ffm_baseline";
+            u.payload = p.dump();
+            u.id = stable_id(u.kind + "\n" + u.payload);
+            u.label = network_label(w.spec, point.name, method, seed);
+            u.cost_hint = m.time_budget_s;
+            units.push_back(std::move(u));
+          }
+        }
+      }
+  return units;
+}
+
 }  // namespace
 
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
   if (is_network_method(s.method.name)) return partition_network_study(s);
+  if (is_fused_method(s.method.name)) return partition_fused_study(s, layers_of);
   const bool random = s.method.name == "random";
   const bool group = !random && s.method.group_identical;
   std::vector<std::vector<StudyLayer>> layers;
@@ -307,6 +390,7 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
         std::vector<std::vector<std::string>> groups;
         std::map<std::string, size_t> group_of_shape;
         for (const StudyLayer& l : layers[wi]) {
+          if (!l.mac) continue;  // layer mappers map MAC Einsums
           const bool can_group = group && !l.shape.empty() && groupable_name(l.name) && !pinned.count(l.name);
           if (can_group) {
             auto [it, fresh] = group_of_shape.emplace(l.shape, groups.size());

@@ -11,6 +11,9 @@
 //                     max_mappings = 200000000, group_identical = true
 //                   | name = "fadiff" | ["dosa", "bo", "ga", "fadiff"], time_budget_s = 10,
 //                     max_evaluations = 0, seeds = [1, 2]
+//                   | name = "ffm" | ["ffm", "ffm_sa", "ffm_ga", "ffm_random"], objective = "edp",
+//                     context_slices = 1, fusion = true, must_fuse = [...] | "others",
+//                     must_not_fuse = [...], max_memory_mib = 0, time_budget_s, max_evaluations, seeds
 //
 // Every [[architecture]] gives one or more architecture points: the product of its sweep axes
 // (engine/arch/arch_sweep.hpp), named "<name>_<tag><value>..." (gemmini_pe16_sp256_acc64), or the
@@ -64,6 +67,12 @@ struct StudyArchitecture {
 // per (point, workload, method, seed), kind "optimize_network").
 bool is_network_method(const std::string& name);
 
+// Fused mappers of a whole workload on FFM's mapspace (engine/search/ffm): "ffm" (exact; its
+// pmapping generation is cut into "ffm_pmappings" units, one per (point, workload, Einsum, context
+// slice), joined by the runner into one "ffm_join" result per (point, workload)) and its
+// baselines "ffm_sa", "ffm_ga", "ffm_random" (one "ffm_baseline" unit per seed).
+bool is_fused_method(const std::string& name);
+
 struct StudyMethod {
   std::string name = "random";
   std::vector<std::string> names = {"random"};  // every method listed (name = the first); network optimizers only may list several
@@ -74,6 +83,12 @@ struct StudyMethod {
   std::vector<uint64_t> seeds = {1};
   int64_t max_mappings = 200'000'000;
   bool group_identical = true;  // exhaustive: one unit per distinct Einsum shape
+  // Fused mappers
+  int context_slices = 1;       // ffm: generation units per Einsum
+  bool fusion = true;           // ffm: false = every Einsum alone
+  std::vector<std::string> must_fuse, must_not_fuse;  // fixed fusion decisions (tensor names)
+  bool must_fuse_others = false;  // must_fuse = "others": every intermediate not in must_not_fuse
+  int64_t max_memory_mib = 0;   // ffm: stop the join with a clear error beyond this (0 = none)
 };
 
 struct Study {
@@ -101,6 +116,7 @@ struct StudyLayer {
   std::string name;
   std::string shape;
   double work = 1;  // relative size of the layer's mapspace (the exhaustive unit's cost hint)
+  bool mac = true;  // layer mappers map MAC Einsums only; fused mappers map every Einsum
 };
 
 // The study's work units. `layers_of` lists a workload's layers (its `layers`, or every MAC
@@ -111,8 +127,12 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of);
 
 // The label of a map_layer unit: "<workload>/<layer> @ <point>[ seed <s>]", the layer part written
 // "{a,b,c}" when the unit stands for several layers (results/report.cpp reads it back).
-// The label of an optimize_network unit: "<workload> @ <point> <method> seed <s>".
+// The label of an optimize_network or ffm_baseline unit: "<workload> @ <point> <method> seed <s>".
+// The label of an ffm_pmappings unit: "<workload>/<einsum> @ <point> ffm slice <j>/<n>"; of the
+// joined result: ffm_join_label = "<workload> @ <point> ffm".
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed);
+
+std::string ffm_join_label(const std::string& workload, const std::string& point);
 
 std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
                             const std::string& seed);

@@ -8,6 +8,8 @@ usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv]
 - convergence.png: best-so-far objective against time, for units that recorded a trace;
 - optimizers_<workload>_<arch>.png (network-optimizer studies, FADiff's Figure 4): best-so-far exact
   EDP against time of every method and seed on one network and architecture, one colour per method;
+- fused_<workload>_<arch>.png (fused-mapper studies, FFM's Figure 8): percent above FFM's optimum
+  against time for every FFM baseline and seed (objective of the study), FFM's own time marked;
 - with SWEEP.csv (network totals of the sweep points, written by `mapfuse report`):
   sweep_edp_<sweep>_<workload>[_seed<s>].png, a heat map of network EDP over the first two sweep
   axes, one panel per value of the third axis, the best over any further axes; the per-architecture
@@ -151,6 +153,54 @@ def optimizer_plots(units, trace, outdir):
     return written
 
 
+def fused_plots(units, trace, outdir):
+    """Percent above FFM's optimum against time for the ffm_baseline units (FFM's Figure 8)."""
+    header = re.compile(r"^ffm: generation (\S+) s over \d+ units, join (\S+) s, .* objective (\w+)")
+    optimum = {}
+    for u in units:
+        if u["status"] != 0 or text(u["kind"]) != "ffm_join":
+            continue
+        m = re.match(r"^(\S+) @ (\S+) ffm$", text(u["label"]))
+        h = header.match(text(u["best_mapping"]))
+        if m and h:
+            objective = h[3]
+            best = {"energy": u["energy_pj"], "cycles": u["cycles"]}.get(objective, u["edp"])
+            optimum[(m[1], m[2])] = (best, objective, float(h[1]) + float(h[2]), u)
+    runs = {}
+    for u in units:
+        if u["status"] != 0 or u["trace_count"] == 0 or text(u["kind"]) != "ffm_baseline":
+            continue
+        m = OPT_LABEL.match(text(u["label"]))
+        if m and (m["workload"], m["arch"]) in optimum:
+            runs.setdefault((m["workload"], m["arch"]), []).append((m["method"], int(m["seed"]), u))
+    colours = {"ffm_sa": "tab:green", "ffm_ga": "tab:blue", "ffm_random": "tab:orange"}
+    written = []
+    for key, rows in sorted(runs.items()):
+        best, objective, ffm_time, _ = optimum[key]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        seen = set()
+        end = max(u["wall_seconds"] for _, _, u in rows)
+        for method, seed, u in sorted(rows, key=lambda r: (r[0], r[1])):
+            t = trace[u["trace_offset"]: u["trace_offset"] + u["trace_count"]]
+            xs = list(t[:, 0]) + [end]
+            ys = [max(100 * (v / best - 1), 1e-3) for v in list(t[:, 2]) + [t[-1, 2]]]
+            ax.step(xs, ys, where="post", color=colours.get(method), alpha=0.8, label=None if method in seen else method)
+            seen.add(method)
+        ax.axvline(ffm_time, color="tab:red", linestyle="--", label=f"FFM optimum ({ffm_time:.2g} s)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("time [s]")
+        ax.set_ylabel(f"% above FFM's optimum ({objective})")
+        ax.set_title(f"{key[0]} on {key[1]}: baselines vs FFM")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        out = os.path.join(outdir, f"fused_{key[0]}_{key[1]}.png".replace("/", "_"))
+        fig.savefig(out, dpi=110)
+        plt.close(fig)
+        written.append(out)
+    return written
+
+
 def main(path, outdir, sweep_path=None):
     os.makedirs(outdir, exist_ok=True)
     sweep = read_sweep(sweep_path) if sweep_path else []
@@ -238,6 +288,7 @@ def main(path, outdir, sweep_path=None):
         written.append(out)
     if trace is not None:
         written += optimizer_plots(units, trace, outdir)
+        written += fused_plots(units, trace, outdir)
     if sweep:
         written += heat_maps(sweep, outdir, os.path.basename(path))
     for w in written:

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -64,6 +65,54 @@ std::vector<OptimizerCell> optimizer_table(const StudyFile& s) {
       if (it == methods.end()) continue;
       const double g = std::exp(it->second.first / it->second.second);
       out.push_back({key.first, key.second, m, it->second.second, g, ref > 0 ? g / ref : 0});
+    }
+  }
+  return out;
+}
+
+std::vector<FusedMapperRow> fused_mapper_table(const StudyFile& s) {
+  static const std::regex join_label(R"(^(\S+) @ (\S+) ffm$)");
+  static const std::regex header(
+      R"(^ffm: generation (\S+) s over \d+ units, join (\S+) s, \d+ pmappings kept, front of \d+ points, objective (\w+))");
+  std::map<std::pair<std::string, std::string>, FusedMapperRow> optimum;
+  for (const UnitResult& r : s.results) {
+    std::smatch m, h;
+    if (r.kind != "ffm_join" || r.status != UnitResult::Status::Done || !std::regex_match(r.label, m, join_label)) continue;
+    FusedMapperRow row{m[1].str(), m[2].str(), "ffm", 1, r.energy_pj, r.cycles, r.edp, r.pareto.size()};
+    if (std::regex_search(r.best_mapping, h, header)) {
+      row.generation_s = std::stod(h[1].str());
+      row.join_s = std::stod(h[2].str());
+      row.objective = h[3].str();
+    }
+    optimum[{row.workload, row.arch}] = row;
+  }
+  auto value = [](const std::string& objective, double e, double c) {
+    return objective == "energy" ? e : objective == "cycles" ? c : e * c;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> gaps;
+  for (const UnitResult& r : s.results) {
+    NetworkLabel l;
+    if (r.kind != "ffm_baseline" || r.status != UnitResult::Status::Done || !parse_network_label(r.label, l)) continue;
+    const auto it = optimum.find({l.workload, l.arch});
+    if (it == optimum.end()) continue;
+    const FusedMapperRow& o = it->second;
+    const double best = value(o.objective, o.energy_pj, o.cycles);
+    gaps[{l.workload, l.arch, l.method}].push_back(100 * (value(o.objective, r.energy_pj, r.cycles) / best - 1));
+  }
+  std::vector<FusedMapperRow> out;
+  for (const auto& [key, o] : optimum) {
+    out.push_back(o);
+    for (const std::string m : {"ffm_sa", "ffm_ga", "ffm_random"}) {
+      const auto it = gaps.find({key.first, key.second, m});
+      if (it == gaps.end()) continue;
+      FusedMapperRow b{key.first, key.second, m, static_cast<int>(it->second.size())};
+      b.objective = o.objective;
+      double sum = 0;
+      b.gap_min = *std::min_element(it->second.begin(), it->second.end());
+      b.gap_max = *std::max_element(it->second.begin(), it->second.end());
+      for (double g : it->second) sum += g;
+      b.gap_mean = sum / static_cast<double>(it->second.size());
+      out.push_back(b);
     }
   }
   return out;
@@ -175,6 +224,19 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
     for (const OptimizerCell& c : cells)
       out += fmt::format("| {} | {} | {} | {} | {:.4g} | {} |\n", c.workload, c.arch, c.method, c.seeds, c.edp_geomean,
                          c.ratio_to_fadiff > 0 ? fmt::format("{:.2f}x", c.ratio_to_fadiff) : std::string("-"));
+    out += "\n";
+  }
+  const auto fused = fused_mapper_table(s);
+  if (!fused.empty()) {
+    out += "## Fused mappers (FFM's optimum; baselines: percent above it on the objective, over seeds)\n\n"
+           "| workload | architecture | method | seeds | energy_pj | cycles | EDP | front | generation s | join s | "
+           "above optimum: mean | min | max |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const FusedMapperRow& r : fused)
+      out += r.method == "ffm"
+                 ? fmt::format("| {} | {} | ffm ({}) | - | {:.6g} | {:.6g} | {:.6g} | {} | {:.3f} | {:.3f} | 0 % | | |\n",
+                               r.workload, r.arch, r.objective, r.energy_pj, r.cycles, r.edp, r.front, r.generation_s, r.join_s)
+                 : fmt::format("| {} | {} | {} | {} | | | | | | | {:.1f} % | {:.1f} % | {:.1f} % |\n", r.workload, r.arch,
+                               r.method, r.seeds, r.gap_mean, r.gap_min, r.gap_max);
     out += "\n";
   }
   const auto totals = network_totals(s);

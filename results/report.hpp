@@ -57,6 +57,19 @@ struct OptimizerCell {
 };
 std::vector<OptimizerCell> optimizer_table(const StudyFile& s);
 
+// Fused mappers (FFM and its baselines, docs/ffm.md): per (workload, architecture) FFM's joined
+// optimum and, per baseline, how far above it the seeds ended on the study's objective.
+struct FusedMapperRow {
+  std::string workload, arch, method;  // method "ffm" for the optimum itself
+  int seeds = 0;
+  double energy_pj = 0, cycles = 0, edp = 0;  // ffm: the optimum
+  size_t front = 0;                           // ffm: energy-latency front size
+  double generation_s = 0, join_s = 0;        // ffm: summed generation unit time, join time
+  std::string objective;                      // ffm: the objective of the optimum
+  double gap_mean = 0, gap_min = 0, gap_max = 0;  // baselines: percent above FFM's optimum
+};
+std::vector<FusedMapperRow> fused_mapper_table(const StudyFile& s);
+
 // Per-unit table and, for map_layer units, network totals; for sweeps also the best point per
 // network (lowest network EDP).
 std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep = {});

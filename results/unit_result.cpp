@@ -62,6 +62,7 @@ std::string to_json(const UnitResult& r) {
   for (const auto& p : r.trace) trace.push_back({num(p.seconds), p.evaluations, num(p.best)});
   auto& pareto = j["pareto"] = nlohmann::json::array();
   for (const auto& p : r.pareto) pareto.push_back({num(p.energy_pj), num(p.cycles), p.mapping});
+  if (!r.data.empty()) j["data"] = r.data;
   return j.dump();
 }
 
@@ -88,6 +89,7 @@ UnitResult unit_result_from_json(const std::string& text) {
     r.best_mapping = j.at("best_mapping").get<std::string>();
     for (const auto& p : j.at("trace")) r.trace.push_back({get_num(p.at(0)), p.at(1).get<int64_t>(), get_num(p.at(2))});
     for (const auto& p : j.at("pareto")) r.pareto.push_back({get_num(p.at(0)), get_num(p.at(1)), p.at(2).get<std::string>()});
+    if (j.contains("data")) r.data = j.at("data").get<std::string>();
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed unit result: ") + e.what());

@@ -41,6 +41,11 @@ struct UnitResult {
     std::string mapping;
   };
   std::vector<ParetoPoint> pareto;
+
+  // What a later step of the same run needs from this unit (FFM's generated pmappings, which
+  // the join consumes): journaled and moved between ranks like the rest, not written to the
+  // HDF5 file. Empty for most units.
+  std::string data;
 };
 
 // One line of JSON (no newlines inside) and back; from_json throws std::runtime_error with the

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# An FFM study: pmapping generation cut into units (2 context slices per Einsum), joined by the
+# master; the joined optimum and front are identical on 1, 2 and 3 MPI ranks, after a resume, and
+# equal to `mapfuse ffm`; baselines get their percent above the optimum in the report; bad input.
+set -eu
+bin="$1"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMP_NUM_THREADS=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/arch.toml" <<'TOML'
+name = "ffm_study_core"
+[compute]
+energy_pj = 0.5
+[[level]]
+name = "DRAM"
+energy_pj = 100
+shared_bandwidth = 4
+[[level]]
+name = "Buffer"
+entries = 64
+energy_pj = 2
+shared_bandwidth = 1
+[[level]]
+name = "Reg"
+entries = 8
+energy_pj = 0.25
+TOML
+mm() {
+  cat <<TOML
+[[einsum]]
+name = "$1"
+ranks = { M = 4, N = 4, K = 4 }
+tensors = [ { name = "$2", role = "input", dims = ["m", "k"] }, { name = "$3", role = "weight", dims = ["k", "n"] }, { name = "$4", role = "output", dims = ["m", "n"] } ]
+TOML
+}
+{ echo 'name = "chain3"'; mm MM0 T0 W0 T1; mm MM1 T1 W1 T2; mm MM2 T2 W2 T3; } >"$tmp/chain3.toml"
+cd "$tmp"   # workload files are read relative to the working directory
+cat >"$tmp/s.toml" <<'TOML'
+name = "ffm_test"
+[[workload]]
+spec = "chain3.toml"
+[[architecture]]
+spec = "arch.toml"
+[method]
+name = ["ffm", "ffm_sa", "ffm_random"]
+context_slices = 2
+time_budget_s = 60
+max_evaluations = 300
+seeds = [1, 2]
+TOML
+"$bin" run "$tmp/s.toml" --output "$tmp/np1/s.h5" --quiet >/dev/null
+for np in 2 3; do
+  mpirun --oversubscribe --bind-to none -np $np "$bin" run "$tmp/s.toml" --output "$tmp/np$np/s.h5" --threads 1 --quiet >/dev/null
+done
+# Resume: drop the join and two generation results from the journal (as a kill would leave it).
+cp -r "$tmp/np1" "$tmp/resume"
+grep -v '"kind":"ffm_join"' "$tmp/resume/s.h5.journal" | head -n -2 >"$tmp/j" && mv "$tmp/j" "$tmp/resume/s.h5.journal"
+rm "$tmp/resume/s.h5"
+"$bin" run "$tmp/s.toml" --output "$tmp/resume/s.h5" --quiet >/dev/null
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json >"$tmp/ffm.json"
+"$bin" report "$tmp/np1/s.h5" --plots "$tmp/plots" >"$tmp/report.md"
+/usr/bin/python3 - "$tmp" <<'PY'
+import h5py, json, sys
+d = sys.argv[1]
+def units(path):
+    f = h5py.File(path)
+    u, p = f['units'][...], f['pareto'][...]
+    out = {}
+    for x in u:
+        front = [tuple(r) for r in p[x['pareto_offset']:x['pareto_offset'] + x['pareto_count']][['energy_pj', 'cycles']]]
+        out[x['label'].decode()] = (x['kind'].decode(), int(x['status']), x['energy_pj'], x['cycles'], x['edp'], front)
+    return out
+runs = {n: units(f'{d}/{n}/s.h5') for n in ('np1', 'np2', 'np3', 'resume')}
+base = runs['np1']
+assert len(base) == 6 + 4 + 1, sorted(base)   # 3 Einsums x 2 slices, 2 baselines x 2 seeds, the join
+join = base['chain3.toml @ arch ffm']
+assert join[0] == 'ffm_join' and join[1] == 0 and join[4] > 0 and len(join[5]) >= 1
+for n, r in runs.items():
+    assert set(r) == set(base), n
+    for label in base:
+        if base[label][0] in ('ffm_join', 'ffm_baseline'):
+            assert r[label] == base[label], (n, label, r[label], base[label])   # bit-identical
+j = json.load(open(f'{d}/ffm.json'))
+assert (j['energy_pj'], j['cycles']) == (join[2], join[3]), (j['energy_pj'], j['cycles'], join)
+assert [(p['energy_pj'], p['cycles']) for p in j['front']] == join[5]
+# Baselines never beat the optimum; the report's percentages are >= 0.
+for label, x in base.items():
+    if x[0] == 'ffm_baseline':
+        assert x[4] >= join[4] * (1 - 1e-12), (label, x[4], join[4])
+md = open(f'{d}/report.md').read()
+assert '| chain3.toml | arch | ffm (edp) |' in md, md
+assert '| chain3.toml | arch | ffm_sa | 2 |' in md and '| chain3.toml | arch | ffm_random | 2 |' in md
+print('ffm study ok')
+PY
+png="$tmp/plots/fused_chain3.toml_arch.png"
+[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = "89504e470d0a1a0a" ]
+# Bad input.
+expect_exit() {  # status, message, then the arguments
+  local want="$1" msg="$2"; shift 2
+  set +e
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+  set -e
+  [ "$rc" -eq "$want" ] || { echo "exit $rc, expected $want: $*"; cat "$tmp/err" "$tmp/out"; exit 1; }
+  grep -q "$msg" "$tmp/err" "$tmp/out" || { echo "expected '$msg' in:"; cat "$tmp/err" "$tmp/out"; exit 1; }
+}
+sed 's/"ffm_sa"/"ffm_sx"/' "$tmp/s.toml" >"$tmp/bad.toml"
+expect_exit 2 "bad.toml:7.*unknown method 'ffm_sx'" run "$tmp/bad.toml" --output "$tmp/bad/b.h5" --quiet
+expect_exit 2 "distribute an ffm study over MPI" run "$tmp/s.toml" --slice 0/2 --output "$tmp/bad/c.h5" --quiet
+# A fixed decision naming a tensor the workload lacks: every unit fails with the reason, the run exits 1.
+sed 's/^seeds = \[1, 2\]$/seeds = [1]\nmust_not_fuse = ["T7"]/' "$tmp/s.toml" >"$tmp/bad2.toml"
+expect_exit 1 "no tensor 'T7'" run "$tmp/bad2.toml" --output "$tmp/bad2/b.h5" --quiet
+echo "1 passed, 0 failed"
