@@ -50,7 +50,7 @@ Command add_ffm_command(CLI::App& app) {
   cmd->add_option("--batch", o->zoo.batch, "batch size for zoo networks")->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", o->zoo.tokens, "sequence length for gpt3_6.7b")->check(CLI::PositiveNumber);
   cmd->add_flag("--no-fusion", o->no_fusion, "every Einsum alone (all tensors through the outermost level)");
-  cmd->add_option("--must-fuse", o->must_fuse, "tensors that must stay on chip (fixed fusion decisions)");
+  cmd->add_option("--must-fuse", o->must_fuse, "tensors that must stay on chip (fixed fusion decisions); 'others': every intermediate not in --must-not-fuse");
   cmd->add_option("--must-not-fuse", o->must_not_fuse, "tensors that must go through the outermost level");
   cmd->add_option("--max-memory-mib", o->max_memory_mib,
                   "stop with an error before FFM's records exceed this many MiB (0 = no limit)")
@@ -64,8 +64,10 @@ Command add_ffm_command(CLI::App& app) {
             check_ffm_input(w, core, !o->no_fusion);
             ffm::FfmOptions opt;
             opt.pmappings.allow_fusion = !o->no_fusion;
-            opt.must_fuse = ffm_tensor_indices(w, o->must_fuse, "--must-fuse");
             opt.must_not_fuse = ffm_tensor_indices(w, o->must_not_fuse, "--must-not-fuse");
+            opt.must_fuse = o->must_fuse == std::vector<std::string>{"others"}
+                                ? other_intermediates(w, opt.must_not_fuse)
+                                : ffm_tensor_indices(w, o->must_fuse, "--must-fuse");
             opt.max_memory_mib = o->max_memory_mib;
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);

@@ -186,6 +186,17 @@ std::vector<int> ffm_tensor_indices(const Workload& w, const std::vector<std::st
   return out;
 }
 
+std::vector<int> other_intermediates(const Workload& w, const std::vector<int>& excluded) {
+  std::vector<int> out;
+  for (size_t t = 0; t < w.tensors.size(); ++t) {
+    const TensorInfo& ti = w.tensors[t];
+    if (ti.producer >= 0 && !ti.consumers.empty() &&
+        std::find(excluded.begin(), excluded.end(), static_cast<int>(t)) == excluded.end())
+      out.push_back(static_cast<int>(t));
+  }
+  return out;
+}
+
 namespace {
 
 // What every fused-mapper unit of one (point, workload) shares, from its payload.
@@ -207,12 +218,7 @@ FfmSetup ffm_setup(const nlohmann::json& p) {
   s.opt.pmappings.allow_fusion = fusion;
   s.opt.must_not_fuse = ffm_tensor_indices(s.w, p.at("must_not_fuse").get<std::vector<std::string>>(), "must_not_fuse");
   if (p.at("must_fuse_others").get<bool>()) {
-    for (size_t t = 0; t < s.w.tensors.size(); ++t) {
-      const TensorInfo& ti = s.w.tensors[t];
-      if (ti.producer >= 0 && !ti.consumers.empty() &&
-          std::find(s.opt.must_not_fuse.begin(), s.opt.must_not_fuse.end(), static_cast<int>(t)) == s.opt.must_not_fuse.end())
-        s.opt.must_fuse.push_back(static_cast<int>(t));
-    }
+    s.opt.must_fuse = other_intermediates(s.w, s.opt.must_not_fuse);
   } else {
     s.opt.must_fuse = ffm_tensor_indices(s.w, p.at("must_fuse").get<std::vector<std::string>>(), "must_fuse");
   }
@@ -281,7 +287,7 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
     auto [it, fresh] = groups.try_emplace(k);
     if (fresh) {
       it->second.payload = p;
-      it->second.label = ffm_join_label(p.at("workload").get<std::string>(), p.at("arch").get<std::string>());
+      it->second.label = ffm_join_label(p.at("workload_label").get<std::string>(), p.at("arch").get<std::string>());
       order.push_back(k);
     }
     it->second.ids.push_back(u.id);

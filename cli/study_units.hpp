@@ -52,6 +52,9 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
 
 // Bad input of a fused-mapper run (nothing to fuse; a tensor no level can hold): InputError.
 void check_ffm_input(const Workload& w, const Core& c, bool fusion);
+// Every intermediate tensor (produced and consumed inside the workload) not in `excluded`:
+// must_fuse = "others", e.g. TransFusion's "everything fused except K and V".
+std::vector<int> other_intermediates(const Workload& w, const std::vector<int>& excluded);
 std::vector<int> ffm_tensor_indices(const Workload& w, const std::vector<std::string>& names, const std::string& key);
 
 }  // namespace mapfuse::cli

@@ -290,14 +290,24 @@ std::string network_label(const std::string& workload, const std::string& point,
 
 namespace {
 
+// A workload's name in labels: its spec, with batch and tokens appended when another workload of
+// the study has the same spec (e.g. GPT-3 at several sequence lengths).
+std::string workload_label(const Study& s, size_t wi) {
+  const StudyWorkload& w = s.workloads[wi];
+  for (size_t k = 0; k < s.workloads.size(); ++k)
+    if (k != wi && s.workloads[k].spec == w.spec) return fmt::format("{}_b{}_t{}", w.spec, w.batch, w.tokens);
+  return w.spec;
+}
+
 // One unit per (point, workload, method, seed): a network optimizer's run.
 std::vector<WorkUnit> partition_network_study(const Study& s) {
   std::vector<WorkUnit> units;
   for (const StudyArchitecture& a : s.architectures)
     for (const ArchitecturePoint& point : a.points)
-      for (const StudyWorkload& w : s.workloads)
+      for (size_t wi = 0; wi < s.workloads.size(); ++wi)
         for (const std::string& method : s.method.names)
           for (uint64_t seed : s.method.seeds) {
+            const StudyWorkload& w = s.workloads[wi];
             nlohmann::json p = {{"arch", point.name},   {"arch_toml", point.toml}, {"workload", w.spec},
                                 {"batch", w.batch},     {"tokens", w.tokens},      {"method", method},
                                 {"seed", seed},         {"time_budget_s", s.method.time_budget_s},
@@ -306,7 +316,7 @@ std::vector<WorkUnit> partition_network_study(const Study& s) {
             u.kind = "optimize_network";
             u.payload = p.dump();
             u.id = stable_id(u.kind + "\n" + u.payload);
-            u.label = network_label(w.spec, point.name, method, seed);
+            u.label = network_label(workload_label(s, wi), point.name, method, seed);
             u.cost_hint = s.method.time_budget_s;
             units.push_back(std::move(u));
           }
@@ -329,7 +339,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
                                {"tokens", w.tokens},         {"objective", m.objective},
                                {"fusion", m.fusion},         {"must_fuse", m.must_fuse},
                                {"must_fuse_others", m.must_fuse_others}, {"must_not_fuse", m.must_not_fuse},
-                               {"max_memory_mib", m.max_memory_mib}};
+                               {"max_memory_mib", m.max_memory_mib}, {"workload_label", workload_label(s, wi)}};
         for (const std::string& method : m.names) {
           if (method == "ffm") {
             for (size_t i = 0; i < einsums[wi].size(); ++i)
@@ -343,7 +353,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
                 u.kind = "ffm_pmappings";
                 u.payload = p.dump();
                 u.id = stable_id(u.kind + "\n" + u.payload);
-                u.label = fmt::format("{}/{} @ {} ffm slice {}/{}", w.spec, einsums[wi][i].name, point.name, slice,
+                u.label = fmt::format("{}/{} @ {} ffm slice {}/{}", workload_label(s, wi), einsums[wi][i].name, point.name, slice,
                                       m.context_slices);
                 u.cost_hint = einsums[wi][i].work / m.context_slices;
                 units.push_back(std::move(u));
@@ -360,7 +370,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
             u.kind = "ffm_baseline";
             u.payload = p.dump();
             u.id = stable_id(u.kind + "\n" + u.payload);
-            u.label = network_label(w.spec, point.name, method, seed);
+            u.label = network_label(workload_label(s, wi), point.name, method, seed);
             u.cost_hint = m.time_budget_s;
             units.push_back(std::move(u));
           }
