@@ -5,34 +5,11 @@ set -eu
 bin="$1"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/arch.toml" <<'TOML'
-name = "ffm_cli"
-[compute]
-energy_pj = 0.5
-[[level]]
-name = "DRAM"
-energy_pj = 100
-shared_bandwidth = 4
-[[level]]
-name = "Buffer"
-entries = 64
-energy_pj = 2
-shared_bandwidth = 1
-[[level]]
-name = "Reg"
-entries = 8
-energy_pj = 0.25
-TOML
-mm() {  # name input weight output
-  cat <<TOML
-[[einsum]]
-name = "$1"
-ranks = { M = 4, N = 4, K = 4 }
-tensors = [ { name = "$2", role = "input", dims = ["m", "k"] }, { name = "$3", role = "weight", dims = ["k", "n"] }, { name = "$4", role = "output", dims = ["m", "n"] } ]
-TOML
-}
-{ echo 'name = "chain3"'; mm MM0 T0 W0 T1; mm MM1 T1 W1 T2; mm MM2 T2 W2 T3; } >"$tmp/chain3.toml"
-{ echo 'name = "single"'; mm MM0 T0 W0 T1; } >"$tmp/single.toml"
+fixtures="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/ffm" && pwd)"
+cp "$fixtures/small_core.toml" "$tmp/arch.toml"
+cp "$fixtures/chain3.toml" "$tmp/chain3.toml"
+# One Einsum alone: nothing to fuse.
+head -n 6 "$fixtures/chain3.toml" | sed 's/name = "chain3"/name = "single"/' >"$tmp/single.toml"  # comment, name, MM0
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json >"$tmp/fused.json"
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --no-fusion >"$tmp/unfused.json"
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --must-not-fuse T1 --must-fuse T2 >"$tmp/fixed.json"

@@ -7,33 +7,9 @@ bin="$1"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat >"$tmp/arch.toml" <<'TOML'
-name = "ffm_study_core"
-[compute]
-energy_pj = 0.5
-[[level]]
-name = "DRAM"
-energy_pj = 100
-shared_bandwidth = 4
-[[level]]
-name = "Buffer"
-entries = 64
-energy_pj = 2
-shared_bandwidth = 1
-[[level]]
-name = "Reg"
-entries = 8
-energy_pj = 0.25
-TOML
-mm() {
-  cat <<TOML
-[[einsum]]
-name = "$1"
-ranks = { M = 4, N = 4, K = 4 }
-tensors = [ { name = "$2", role = "input", dims = ["m", "k"] }, { name = "$3", role = "weight", dims = ["k", "n"] }, { name = "$4", role = "output", dims = ["m", "n"] } ]
-TOML
-}
-{ echo 'name = "chain3"'; mm MM0 T0 W0 T1; mm MM1 T1 W1 T2; mm MM2 T2 W2 T3; } >"$tmp/chain3.toml"
+fixtures="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/ffm" && pwd)"
+cp "$fixtures/small_core.toml" "$tmp/arch.toml"
+cp "$fixtures/chain3.toml" "$tmp/chain3.toml"
 cd "$tmp"   # workload files are read relative to the working directory
 cat >"$tmp/s.toml" <<'TOML'
 name = "ffm_test"

@@ -8,34 +8,15 @@
 #include "engine/cost/fused.hpp"
 #include "engine/search/ffm/baselines.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "test_support.hpp"
 
 using namespace mapfuse;
 using namespace mapfuse::ffm;
 
 namespace {
 
-// DRAM (100 pJ, 4 words/cycle) > Buffer (64 words, 2 pJ, 1 word/cycle) > Reg (8 words, 0.25 pJ).
-Core small_core() {
-  return parse_architecture(R"(name = "baseline_test"
-[compute]
-energy_pj = 0.5
-[[level]]
-name = "DRAM"
-energy_pj = 100
-shared_bandwidth = 4
-[[level]]
-name = "Buffer"
-entries = 64
-energy_pj = 2
-shared_bandwidth = 1
-[[level]]
-name = "Reg"
-entries = 8
-energy_pj = 0.25
-)",
-                            "baseline_test.toml")
-      .cores.at(0);
-}
+// tests/fixtures/ffm/small_core.toml: DRAM > Buffer (64 words) > Reg (8 words).
+Core small_core() { return load_architecture(test::source_dir("tests/fixtures/ffm/small_core.toml")).cores.at(0); }
 
 Workload chain(int n, int64_t size) {
   Workload w;
