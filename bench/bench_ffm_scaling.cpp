@@ -3,6 +3,7 @@
 // SxSxS matmuls on tests/fixtures/ffm/small_core.toml with a 256-word buffer (the reduced-size
 // stand-in for the paper's Figures 8 and 9). One core:
 //   OMP_NUM_THREADS=1 build/bench/mapfuse_bench_ffm_scaling --benchmark_filter=Chain
+// (the last Chain rows: the 64-matmul chain with epsilon pruning, 5 % and 50 %)
 //   OMP_NUM_THREADS=1 build/bench/mapfuse_bench_ffm_scaling --benchmark_filter=Baseline
 // Chain counters: generation and join CPU seconds per Einsum (FfmResult), tile mappings
 // evaluated, pmappings kept, the largest join step's kept partial mappings, peak RSS (MiB).
@@ -50,16 +51,21 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-// args: n Einsums, matmul size
+// args: n Einsums, matmul size, epsilon in percent (0 = one exact join; else the two passes)
 void BM_Chain(benchmark::State& state) {
   const Core c = bench_core();
   const int n = static_cast<int>(state.range(0));
   const Workload w = chain(n, state.range(1));
+  FfmOptions o;
+  o.epsilon = static_cast<double>(state.range(2)) / 100.0;
   FfmResult r;
-  for (auto _ : state) r = ffm_search(w, c, {});
+  for (auto _ : state) r = ffm_search(w, c, o);
   int64_t evaluated = 0, kept = 0, partials = 0;
   for (const auto& p : r.pmappings) evaluated += p.evaluated, kept += p.kept;
-  for (const auto& s : r.steps) partials = std::max(partials, s.kept);
+  int64_t all_partials = 0, bound_pruned = 0;
+  for (const auto& s : r.steps) partials = std::max(partials, s.kept), all_partials += s.kept, bound_pruned += s.bound_pruned;
+  state.counters["partials_kept"] = static_cast<double>(all_partials);
+  state.counters["bound_pruned"] = static_cast<double>(bound_pruned);
   state.counters["gen_cpu_s/einsum"] = r.generation_cpu_seconds / n;
   state.counters["join_cpu_s/einsum"] = r.join_cpu_seconds / n;
   state.counters["evaluated"] = static_cast<double>(evaluated);
@@ -101,7 +107,8 @@ void BM_Baseline(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_Chain)->ArgsProduct({{1, 2, 4, 8, 16, 32, 64}, {8}})->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_Chain)->ArgsProduct({{1, 2, 4, 8, 16, 32, 64}, {8}, {0}})->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_Chain)->ArgsProduct({{64}, {8}, {5, 50}})->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_Baseline)->ArgsProduct({{0, 1, 2}, {100, 1000, 10000}})->Iterations(1)->Unit(benchmark::kSecond);
 
 BENCHMARK_MAIN();

@@ -5,6 +5,7 @@
 
 #include "engine/common/error.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/arch/arch_toml.hpp"
 #include "engine/search/ffm/pmapping_io.hpp"
 #include "tests/unit/test_support.hpp"
 
@@ -155,5 +156,37 @@ TEST_CASE("ffm distributed: slices of the (Einsum, context) list, serialised and
       parts.pop_back();
       CHECK_THROWS_WITH(merge_pmapping_slices(w, c, contexts, parts), doctest::Contains("missing"));
     }
+  }
+}
+
+TEST_CASE("ffm epsilon: the two-pass dirty/clean join returns the exact front and prunes partial mappings") {
+  Core c = load_architecture(test::source_dir("tests/fixtures/ffm/small_core.toml")).cores.at(0);
+  for (Level& l : c.levels)
+    if (l.name == "Buffer") l.entries = 256;
+  finalize(c, "eps");
+  Workload w;
+  w.name = "chain6";
+  for (int i = 0; i < 6; ++i)
+    w.einsums.push_back(make_matmul("MM" + std::to_string(i), 8, 8, 8, "T" + std::to_string(i), "W" + std::to_string(i),
+                                    "T" + std::to_string(i + 1)));
+  finalize(w);
+  const FfmResult exact = ffm_search(w, c, {});
+  REQUIRE(exact.pareto.size() >= 2);
+  for (double eps : {0.05, 0.5, 2.0}) {
+    INFO("epsilon " << eps);
+    FfmOptions o;
+    o.epsilon = eps;
+    const FfmResult two = ffm_search(w, c, o);
+    REQUIRE(two.pareto.size() == exact.pareto.size());
+    for (size_t k = 0; k < exact.pareto.size(); ++k) {
+      CHECK(two.pareto[k].energy_pj == exact.pareto[k].energy_pj);
+      CHECK(two.pareto[k].cycles == exact.pareto[k].cycles);
+    }
+    int64_t pruned = 0, kept_two = 0, kept_exact = 0;
+    for (const JoinStep& s : two.steps) pruned += s.bound_pruned, kept_two += s.kept;
+    for (const JoinStep& s : exact.steps) kept_exact += s.kept;
+    CHECK(pruned > 0);                 // the bound does work here
+    CHECK(kept_two <= kept_exact);     // and never keeps more
+    CHECK(two.dirty_kept > 0);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fmt/format.h>
 #include <unordered_map>
@@ -145,7 +146,31 @@ namespace {
 
 }  // namespace
 
-FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes) {
+namespace {
+
+// Rounds a criterion onto a log grid of ratio (1 + eps) (FFM's epsilon pruning, section 6.3): the
+// dirty pass prunes on these, so near-equal partial mappings collapse into one.
+double rounded(double v, double eps) {
+  if (eps <= 0 || !(v > 0)) return v;
+  return std::floor(std::log(v) / std::log1p(eps));
+}
+
+// The join. eps > 0: the dirty pass (Pareto pruning on rounded criteria; its front is made of real
+// mappings, costed exactly). bound: full solutions of a dirty pass; a partial mapping strictly
+// worse than one of them in energy and in latency is dropped, which is exact because a partial's
+// criteria only grow as Einsums are joined (every pmapping's energy and latency are >= 0).
+FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes,
+                    double eps, std::vector<std::pair<double, double>> bound) {
+  // bound sorted by energy, with the running minimum of latency: strictly dominated iff some
+  // point with smaller energy has smaller latency.
+  std::sort(bound.begin(), bound.end());
+  std::vector<double> min_cycles(bound.size());
+  for (size_t k = 0; k < bound.size(); ++k) min_cycles[k] = std::min(k ? min_cycles[k - 1] : bound[k].second, bound[k].second);
+  auto beaten = [&](double e, double cy) {
+    const auto it = std::lower_bound(bound.begin(), bound.end(), std::make_pair(e, -1.0));  // first energy >= e
+    const size_t k = static_cast<size_t>(it - bound.begin());
+    return k > 0 && min_cycles[k - 1] < cy;
+  };
   const int E = static_cast<int>(w.einsums.size());
   if (static_cast<int>(pm.size()) != E) throw InputError({}, "ffm", "one set of pmappings per Einsum expected");
   const int64_t limit = std::max<int64_t>(0, max_memory_bytes);
@@ -279,10 +304,15 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
     // the key: those would become pruning criteria here.)
     std::vector<Group> kept;
     for (Group& g : next) {
+      if (!bound.empty()) {
+        const size_t before = g.items.size();
+        std::erase_if(g.items, [&](const Partial& p) { return beaten(p.energy_pj, p.cycles); });
+        st.bound_pruned += static_cast<int64_t>(before - g.items.size());
+      }
       if (g.items.empty() || !can_continue(g.key, i)) continue;
       const std::vector<size_t> front = pareto_front(g.items.size(), 2, [&](size_t a, size_t k) {
         const Partial& p = g.items[a];
-        return k == 0 ? p.energy_pj : p.cycles;
+        return rounded(k == 0 ? p.energy_pj : p.cycles, eps);
       });
       Group h{std::move(g.key), {}};
       h.items.reserve(front.size());
@@ -323,6 +353,12 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
   }
   out.pmappings = std::move(pm);
   return out;
+}
+
+}  // namespace
+
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes) {
+  return join_impl(w, c, std::move(pm), max_memory_bytes, 0, {});
 }
 
 void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
@@ -372,7 +408,18 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   }
   const auto t1 = std::chrono::steady_clock::now();
   const std::clock_t c1 = std::clock();
-  FfmResult r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20);
+  FfmResult r;
+  if (o.epsilon > 0) {
+    // Two passes (section 6.3): a dirty join on rounded criteria gives real full mappings; the
+    // clean, exact join then drops every partial mapping one of them strictly beats.
+    const FfmResult dirty = join_impl(w, c, pm, o.max_memory_mib << 20, o.epsilon, {});
+    std::vector<std::pair<double, double>> bound;
+    for (const FfmSolution& sol : dirty.pareto) bound.emplace_back(sol.energy_pj, sol.cycles);
+    r = join_impl(w, c, std::move(pm), o.max_memory_mib << 20, 0, std::move(bound));
+    for (const JoinStep& st : dirty.steps) r.dirty_kept += st.kept;
+  } else {
+    r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20);
+  }
   r.contexts = all;
   r.contexts_matched = kept;
   r.generation_seconds = std::chrono::duration<double>(t1 - t0).count();

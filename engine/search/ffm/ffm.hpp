@@ -29,6 +29,11 @@ struct FfmOptions {
   // mappings would exceed this many MiB (0 = no limit). An estimate: the records FFM keeps, not
   // the allocator's overhead or the generator's per-thread buffers.
   int64_t max_memory_mib = 0;
+  // Epsilon pruning with FFM's two passes (section 6.3): > 0 runs a dirty join that prunes on
+  // criteria rounded to a log grid of ratio (1 + epsilon), then the exact join, which drops every
+  // partial mapping strictly worse in energy and latency than one of the dirty pass's complete
+  // mappings. The result is the exact front either way; 0 = one exact join.
+  double epsilon = 0;
 };
 
 // Drops every context that contradicts o.must_fuse / o.must_not_fuse. Throws InputError when a
@@ -60,6 +65,7 @@ struct JoinStep {
   int64_t joined = 0;        // within capacity
   int64_t kept = 0;          // after Pareto pruning and lookahead
   int64_t groups = 0;        // compatibility groups kept
+  int64_t bound_pruned = 0;  // dropped as strictly beaten by a dirty-pass mapping (epsilon > 0)
 };
 
 struct FfmResult {
@@ -72,6 +78,7 @@ struct FfmResult {
   // seconds of the process (all threads).
   double generation_seconds = 0, generation_cpu_seconds = 0, join_seconds = 0, join_cpu_seconds = 0;
   int64_t peak_records_bytes = 0;  // the memory estimate max_memory_mib is checked against
+  int64_t dirty_kept = 0;          // partial mappings kept over the dirty pass's steps (epsilon > 0)
   // The solution minimising the objective (the first on the front among equals); nullptr when
   // no fused mapping fits.
   const FfmSolution* best(Objective o) const;
