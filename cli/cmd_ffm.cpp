@@ -42,6 +42,7 @@ Command add_ffm_command(CLI::App& app) {
     bool no_fusion = false, json = false, front = false;
     std::vector<std::string> must_fuse, must_not_fuse;
     int64_t max_memory_mib = 0;
+    double epsilon = 0;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
@@ -54,6 +55,9 @@ Command add_ffm_command(CLI::App& app) {
   cmd->add_option("--must-not-fuse", o->must_not_fuse, "tensors that must go through the outermost level");
   cmd->add_option("--max-memory-mib", o->max_memory_mib,
                   "stop with an error before FFM's records exceed this many MiB (0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--epsilon", o->epsilon,
+                  "epsilon pruning with two joins (dirty on a (1+epsilon) log grid, then exact); 0 = one exact join")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
   cmd->add_flag("--json", o->json, "print the result as JSON");
@@ -69,6 +73,7 @@ Command add_ffm_command(CLI::App& app) {
                                 ? other_intermediates(w, opt.must_not_fuse)
                                 : ffm_tensor_indices(w, o->must_fuse, "--must-fuse");
             opt.max_memory_mib = o->max_memory_mib;
+            opt.epsilon = o->epsilon;
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);
             int64_t evaluated = 0, kept = 0;

@@ -223,6 +223,7 @@ FfmSetup ffm_setup(const nlohmann::json& p) {
     s.opt.must_fuse = ffm_tensor_indices(s.w, p.at("must_fuse").get<std::vector<std::string>>(), "must_fuse");
   }
   s.opt.max_memory_mib = p.at("max_memory_mib").get<int64_t>();
+  s.opt.epsilon = p.at("epsilon").get<double>();
   return s;
 }
 
@@ -324,8 +325,10 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
     try {
       if (!failed.empty()) throw std::runtime_error("pmapping generation failed: " + failed);
       const FfmSetup s = ffm_setup(g.payload);
-      const ffm::FfmResult f = ffm::ffm_join(s.w, s.core(), ffm::merge_pmapping_slices(s.w, s.core(), ffm::matchable_contexts(s.w, s.core(), s.opt), slices),
-                                             s.opt.max_memory_mib << 20);
+      const ffm::FfmResult f =
+          ffm::ffm_join(s.w, s.core(),
+                        ffm::merge_pmapping_slices(s.w, s.core(), ffm::matchable_contexts(s.w, s.core(), s.opt), slices),
+                        s.opt.max_memory_mib << 20, s.opt.epsilon);
       const ffm::FfmSolution* best = f.best(s.objective);
       if (!best) throw std::runtime_error("no fused mapping of " + s.w.name + " fits core " + s.core().name);
       r.energy_pj = best->energy_pj;

@@ -239,6 +239,8 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     s.method.must_not_fuse = m->str_list("must_not_fuse");
     s.method.max_memory_mib = m->opt_integer("max_memory_mib").value_or(0);
     if (s.method.max_memory_mib < 0) m->fail("max_memory_mib", "must be >= 0 (0 = no limit)");
+    s.method.epsilon = m->opt_number("epsilon").value_or(0);
+    if (!(s.method.epsilon >= 0) || !std::isfinite(s.method.epsilon)) m->fail("epsilon", "must be >= 0 (0 = one exact join)");
     s.method.group_identical = m->opt_bool("group_identical").value_or(true);
     if (m->has("seeds")) {
       s.method.seeds.clear();
@@ -339,7 +341,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
                                {"tokens", w.tokens},         {"objective", m.objective},
                                {"fusion", m.fusion},         {"must_fuse", m.must_fuse},
                                {"must_fuse_others", m.must_fuse_others}, {"must_not_fuse", m.must_not_fuse},
-                               {"max_memory_mib", m.max_memory_mib}, {"workload_label", workload_label(s, wi)}};
+                               {"max_memory_mib", m.max_memory_mib}, {"workload_label", workload_label(s, wi)}, {"epsilon", m.epsilon}};
         for (const std::string& method : m.names) {
           if (method == "ffm") {
             for (size_t i = 0; i < einsums[wi].size(); ++i)

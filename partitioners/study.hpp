@@ -13,7 +13,7 @@
 //                     max_evaluations = 0, seeds = [1, 2]
 //                   | name = "ffm" | ["ffm", "ffm_sa", "ffm_ga", "ffm_random"], objective = "edp",
 //                     context_slices = 1, fusion = true, must_fuse = [...] | "others",
-//                     must_not_fuse = [...], max_memory_mib = 0, time_budget_s, max_evaluations, seeds
+//                     must_not_fuse = [...], max_memory_mib = 0, epsilon = 0, time_budget_s, max_evaluations, seeds
 //
 // Every [[architecture]] gives one or more architecture points: the product of its sweep axes
 // (engine/arch/arch_sweep.hpp), named "<name>_<tag><value>..." (gemmini_pe16_sp256_acc64), or the
@@ -89,6 +89,7 @@ struct StudyMethod {
   std::vector<std::string> must_fuse, must_not_fuse;  // fixed fusion decisions (tensor names)
   bool must_fuse_others = false;  // must_fuse = "others": every intermediate not in must_not_fuse
   int64_t max_memory_mib = 0;   // ffm: stop the join with a clear error beyond this (0 = none)
+  double epsilon = 0;           // ffm: two-pass epsilon pruning of the join (0 = one exact join)
 };
 
 struct Study {

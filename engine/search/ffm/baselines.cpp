@@ -4,10 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
+#include <stdexcept>
 
 #include "engine/common/error.hpp"
 #include "engine/cost/fused.hpp"
+#include "engine/cost/plan.hpp"
 #include "engine/search/ffm/ffm.hpp"
 #include "engine/search/random_mapping.hpp"
 
@@ -39,6 +42,7 @@ constexpr double kInvalid = std::numeric_limits<double>::infinity();
 struct Genome {
   std::vector<int> context;
   std::vector<Mapping> tile;
+  std::vector<FusedEinsumCost> cost;  // per Einsum: its tile under its context, priced once when drawn
   double value = kInvalid;  // objective; infinity when over capacity or not yet evaluated
 };
 
@@ -51,9 +55,17 @@ class Space {
     for (int i = 0; i < E_; ++i)
       if (contexts_[i].empty())
         throw InputError({}, "einsum '" + w.einsums[i].name + "'", "has no pmapping context on core '" + c.name + "'");
+    plans_.resize(E_);
+    for (int i = 0; i < E_; ++i) plans_[i].resize(contexts_[i].size());
+    local_.assign(E_, std::vector<int>(w.tensors.size(), -1));
+    for (int i = 0; i < E_; ++i)
+      for (int t = 0; t < static_cast<int>(w.tensors.size()); ++t) local_[i][t] = w.einsums[i].tensor_index(w.tensors[t].name);
+    usage_.resize(E_);
   }
 
   int einsums() const { return E_; }
+  const Workload& workload() const { return w_; }
+  const Core& core() const { return c_; }
 
   // Draws contexts for Einsums from..E-1 consistent with g.context[0..from) under FFM's joining
   // rules (same compatibility for every exchanged tensor on both sides; a fusion group is a run
@@ -64,6 +76,7 @@ class Space {
     const std::vector<int> old = g.context;
     g.context.resize(E_, -1);
     g.tile.resize(E_);
+    g.cost.resize(E_);
     int start = group_start(g, from);
     std::vector<int> ok;
     for (int i = from; i < E_; ++i) {
@@ -75,9 +88,23 @@ class Space {
       if (prefer && std::find(ok.begin(), ok.end(), (*prefer)[i]) != ok.end()) pick = (*prefer)[i];
       g.context[i] = pick;
       start = next_start(g, i, start);
-      if (i >= static_cast<int>(old.size()) || old[i] != pick || g.tile[i].levels.empty()) g.tile[i] = draw_tile(i, pick, rng);
+      if (i >= static_cast<int>(old.size()) || old[i] != pick || g.tile[i].levels.empty()) redraw_tile(g, i, rng);
     }
     return true;
+  }
+
+  // A new tile mapping for Einsum i under its context, priced at once with the context's
+  // precompiled plan: a genome's evaluation then only sums and checks reservations.
+  void redraw_tile(Genome& g, int i, std::mt19937_64& rng) const {
+    g.cost.resize(E_);
+    g.tile[i] = draw_tile(i, g.context[i], rng);
+    const PmappingContext& ctx = contexts_[i][g.context[i]];
+    const EvalPlan& plan = plan_for(i, g.context[i]);
+    const FlatMapping fm = flatten_fused(g.tile[i], ctx.fused, static_cast<int>(c_.levels.size()));
+    const NestStructure s = analyze(plan, fm);
+    int64_t factors[kMaxLoops];
+    for (int k = 0; k < fm.n_loops; ++k) factors[k] = fm.loops[k].factor;
+    evaluate_fused_einsum(plan, s, factors, ctx.fused, g.cost[i], scratch_);
   }
 
   // A tile mapping of context k of Einsum i: loops only up to the context's top level, the
@@ -106,8 +133,42 @@ class Space {
     return random_mapping(tile, c_, rng, opt);
   }
 
-  // evaluate_fused of the genome's LoopTree; value = objective, infinity when invalid.
-  double evaluate(Genome& g, Objective o, FusedCost* cost_out, LoopTree* tree_out) const {
+  // The genome's objective from its per-Einsum costs (infinity when invalid): the same sums and
+  // the same reservation check per branch as evaluate_fused, without rebuilding the LoopTree.
+  double evaluate(Genome& g, Objective o) const {
+    g.value = kInvalid;
+    double energy = 0, cycles = 0;
+    for (int i = 0; i < E_; ++i) {
+      if (!g.cost[i].tile.valid()) return kInvalid;
+      energy += g.cost[i].energy_pj;
+      cycles += g.cost[i].cycles;
+    }
+    const int L = static_cast<int>(c_.levels.size());
+    for (int first = 0; first < E_;) {
+      int last = first;  // the group: first..last, each later member joins by an on-chip tensor
+      while (last + 1 < E_ && joins(g, last + 1)) ++last;
+      for (int i = first; i <= last; ++i) usage_[i] = g.cost[i].own;
+      // Each tensor exchanged inside the group is live at b from its producer to its last consumer.
+      for (int p = first; p <= last; ++p)
+        for (const TensorCompat& tc : contexts_[p][g.context[p]].compat) {
+          if (!tc.fused() || w_.tensors[tc.tensor].producer != p) continue;
+          int until = p;
+          for (int k : w_.tensors[tc.tensor].consumers) until = std::max(until, k);
+          const int64_t tile = g.cost[p].exchanged_tile[local_[p][tc.tensor]];
+          for (int i = p; i <= until && i <= last; ++i) usage_[i][tc.level] += tile;
+        }
+      for (int i = first; i <= last; ++i)
+        for (int l = 0; l < L; ++l) {
+          const Level& lv = c_.levels[l];
+          if (lv.entries > 0 && usage_[i][l] * lv.multiple_buffering > lv.entries) return kInvalid;
+        }
+      first = last + 1;
+    }
+    g.value = o == Objective::Energy ? energy : o == Objective::Cycles ? cycles : energy * cycles;
+    return g.value;
+  }
+
+  LoopTree tree(const Genome& g) const {
     std::vector<EinsumPmappings> pm(E_);
     std::vector<Choice> choices(E_, Choice{0, 0});
     for (int i = 0; i < E_; ++i) {
@@ -117,21 +178,27 @@ class Space {
       p.mapping = g.tile[i];
       pm[i].pmappings = {{std::move(p)}};
     }
-    g.value = kInvalid;
-    try {
-      LoopTree t = build_looptree(w_, c_, pm, choices);
-      const FusedCost fc = evaluate_fused(t, w_, c_);
-      if (fc.valid)
-        g.value = o == Objective::Energy ? fc.energy_pj : o == Objective::Cycles ? fc.cycles : fc.edp();
-      if (cost_out) *cost_out = fc;
-      if (tree_out) *tree_out = std::move(t);
-    } catch (const std::exception&) {
-      // Outside the modelled mapspace (should not happen for consistent contexts): invalid.
-    }
-    return g.value;
+    return build_looptree(w_, c_, pm, choices);
+  }
+
+  // The genome's LoopTree priced end to end by evaluate_fused, FFM's own pricing.
+  static double objective(const FusedCost& fc, Objective o) {
+    if (!fc.valid) return kInvalid;
+    return o == Objective::Energy ? fc.energy_pj : o == Objective::Cycles ? fc.cycles : fc.edp();
   }
 
  private:
+  bool joins(const Genome& g, int i) const {
+    for (const TensorCompat& tc : contexts_[i][g.context[i]].compat)
+      if (tc.fused() && w_.tensors[tc.tensor].producer != i) return true;
+    return false;
+  }
+
+  const EvalPlan& plan_for(int i, int k) const {
+    if (!plans_[i][k]) plans_[i][k] = std::make_unique<EvalPlan>(compile_plan(tile_einsum(w_.einsums[i], contexts_[i][k].shared), c_));
+    return *plans_[i][k];
+  }
+
   const TensorCompat* chosen(const Genome& g, int tensor) const {
     const int p = w_.tensors[tensor].producer;
     return p >= 0 && g.context[p] >= 0 ? contexts_[p][g.context[p]].find(tensor) : nullptr;
@@ -188,6 +255,11 @@ class Space {
   const Core& c_;
   int E_;
   std::vector<std::vector<PmappingContext>> contexts_;
+  std::vector<std::vector<int>> local_;  // [Einsum][workload tensor] -> the Einsum's tensor index, -1
+  // Caches and scratch of the single-threaded search (mutable: filled on first use).
+  mutable std::vector<std::vector<std::unique_ptr<EvalPlan>>> plans_;  // per context
+  mutable CostResult scratch_;
+  mutable std::vector<std::array<int64_t, kMaxLevels>> usage_;
 };
 
 class Run {
@@ -217,7 +289,11 @@ class Run {
 
   double score(Genome& g) {
     ++res.evaluations;
-    const double v = S.evaluate(g, o.objective, nullptr, nullptr);
+    const double v = S.evaluate(g, o.objective);
+    if (o.verify) {
+      const double slow = Space::objective(evaluate_fused(S.tree(g), S.workload(), S.core()), o.objective);
+      if (!(slow == v)) throw std::logic_error("ffm baselines: incremental pricing differs from evaluate_fused");
+    }
     if (v < kInvalid) {
       ++res.valid;
       if (!res.found || v < res.objective) {
@@ -238,7 +314,7 @@ class Run {
       Genome trial = n;
       if (S.draw_contexts(trial, i, rng)) n = std::move(trial);
     } else {
-      n.tile[i] = S.draw_tile(i, n.context[i], rng);
+      S.redraw_tile(n, i, rng);
     }
     n.value = kInvalid;
     return n;
@@ -296,7 +372,11 @@ void run_genetic(Run& r) {
         const Genome& other = tournament();
         const int cut = std::uniform_int_distribution<int>(1, r.S.einsums() - 1)(r.rng);
         Genome trial = child;
-        for (int i = cut; i < r.S.einsums(); ++i) trial.context[i] = other.context[i], trial.tile[i] = other.tile[i];
+        for (int i = cut; i < r.S.einsums(); ++i) {
+          trial.context[i] = other.context[i];
+          trial.tile[i] = other.tile[i];
+          trial.cost[i] = other.cost[i];
+        }
         if (r.S.draw_contexts(trial, cut, r.rng, &other.context)) child = std::move(trial);
       }
       if (u(r.rng) < r.o.mutation) child = r.neighbour(child);
@@ -325,10 +405,11 @@ BaselineResult run_baseline(const Workload& w, const Core& c, Baseline b, const 
   BaselineResult res = std::move(run.res);
   res.seconds = run.elapsed();
   if (res.found) {
-    FusedCost fc;
-    space.evaluate(run.best, o.objective, &fc, &res.tree);
+    res.tree = space.tree(run.best);
+    const FusedCost fc = evaluate_fused(res.tree, w, c);
     res.energy_pj = fc.energy_pj;
     res.cycles = fc.cycles;
+    res.objective = Space::objective(fc, o.objective);
   }
   return res;
 }

@@ -37,6 +37,9 @@ struct BaselineOptions {
   // Genetic (TileFlow's settings)
   int population = 10;
   double crossover = 0.7, mutation = 0.2;
+  // Testing: price every point also with evaluate_fused on its LoopTree and throw
+  // std::logic_error if the incremental pricing differs (slow).
+  bool verify = false;
 };
 
 struct BaselineTracePoint {
@@ -49,7 +52,7 @@ struct BaselineResult {
   bool found = false;  // a valid (within capacity) fused mapping was found
   double energy_pj = 0, cycles = 0, objective = 0;
   LoopTree tree;          // the best, as evaluate_fused priced it
-  int64_t evaluations = 0;  // evaluate_fused calls (invalid points included)
+  int64_t evaluations = 0;  // fused mappings priced (invalid points included)
   int64_t valid = 0;        // of which within capacity
   double seconds = 0;
   std::string stopped_by;   // "time" or "evaluations"

@@ -357,8 +357,17 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
 
 }  // namespace
 
-FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes) {
-  return join_impl(w, c, std::move(pm), max_memory_bytes, 0, {});
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes,
+                   double epsilon) {
+  if (!(epsilon > 0)) return join_impl(w, c, std::move(pm), max_memory_bytes, 0, {});
+  // Two passes (section 6.3): a dirty join on rounded criteria gives real full mappings; the
+  // clean, exact join then drops every partial mapping one of them strictly beats.
+  const FfmResult dirty = join_impl(w, c, pm, max_memory_bytes, epsilon, {});
+  std::vector<std::pair<double, double>> bound;
+  for (const FfmSolution& sol : dirty.pareto) bound.emplace_back(sol.energy_pj, sol.cycles);
+  FfmResult r = join_impl(w, c, std::move(pm), max_memory_bytes, 0, std::move(bound));
+  for (const JoinStep& st : dirty.steps) r.dirty_kept += st.kept;
+  return r;
 }
 
 void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
@@ -408,18 +417,7 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   }
   const auto t1 = std::chrono::steady_clock::now();
   const std::clock_t c1 = std::clock();
-  FfmResult r;
-  if (o.epsilon > 0) {
-    // Two passes (section 6.3): a dirty join on rounded criteria gives real full mappings; the
-    // clean, exact join then drops every partial mapping one of them strictly beats.
-    const FfmResult dirty = join_impl(w, c, pm, o.max_memory_mib << 20, o.epsilon, {});
-    std::vector<std::pair<double, double>> bound;
-    for (const FfmSolution& sol : dirty.pareto) bound.emplace_back(sol.energy_pj, sol.cycles);
-    r = join_impl(w, c, std::move(pm), o.max_memory_mib << 20, 0, std::move(bound));
-    for (const JoinStep& st : dirty.steps) r.dirty_kept += st.kept;
-  } else {
-    r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20);
-  }
+  FfmResult r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20, o.epsilon);
   r.contexts = all;
   r.contexts_matched = kept;
   r.generation_seconds = std::chrono::duration<double>(t1 - t0).count();

@@ -87,9 +87,10 @@ struct FfmResult {
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
 
 // Step 2 alone, on given pmappings (one EinsumPmappings per Einsum, in workload order).
-// max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit).
+// max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit); epsilon as in
+// FfmOptions (> 0: the two passes).
 FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pmappings,
-                   int64_t max_memory_bytes = 0);
+                   int64_t max_memory_bytes = 0, double epsilon = 0);
 
 // Bytes FFM keeps for these pmappings (the estimate behind max_memory_mib).
 int64_t pmapping_bytes(const std::vector<EinsumPmappings>& pm);
