@@ -45,6 +45,7 @@ TEST_CASE("ffm baselines: valid LoopTrees priced as reported, never better than 
       o.time_budget_s = 60;
       o.max_evaluations = 1500;
       o.seed = 7;
+      o.verify = true;  // every point also priced by evaluate_fused on its LoopTree
       const BaselineResult r = run_baseline(w, c, b, o);
       REQUIRE(r.found);
       CHECK(r.stopped_by == "evaluations");
@@ -66,6 +67,25 @@ TEST_CASE("ffm baselines: valid LoopTrees priced as reported, never better than 
       CHECK(again.objective == r.objective);
       CHECK(again.trace.size() == r.trace.size());
     }
+  }
+}
+
+TEST_CASE("ffm baselines: incremental pricing equals evaluate_fused on every point, valid or over capacity") {
+  // Four 4x4x4 matmuls on a 64-word buffer: many sampled points overflow it, others fuse groups of
+  // two to four Einsums; verify throws on the first point priced differently.
+  const Core c = small_core();
+  const Workload w = chain(4, 4);
+  for (Baseline b : {Baseline::Random, Baseline::Annealing, Baseline::Genetic}) {
+    INFO(to_string(b));
+    BaselineOptions o;
+    o.time_budget_s = 60;
+    o.max_evaluations = 3000;
+    o.seed = 3;
+    o.verify = true;
+    BaselineResult r;
+    CHECK_NOTHROW(r = run_baseline(w, c, b, o));
+    CHECK(r.valid > 0);
+    CHECK(r.valid < r.evaluations);  // some points were over capacity and were priced invalid too
   }
 }
 
