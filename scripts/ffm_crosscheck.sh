@@ -48,10 +48,10 @@ cases=(
   "simba matmuls False accelforge_simba $matmuls 2500 1e-12"
   "simba three_matmuls_annotated True accelforge_simba $three 2500 1e-12"
   "simba three_matmuls_annotated False accelforge_simba $three 2500 1e-12"
-  "tpu_v4i matmuls True tpuv4i $matmuls 1050 1e-12"
-  "tpu_v4i matmuls False tpuv4i $matmuls 1050 1e-12"
-  "tpu_v4i three_matmuls_annotated True tpuv4i $three 1050 1e-12"
-  "tpu_v4i three_matmuls_annotated False tpuv4i $three 1050 1e-12"
+  "tpu_v4i matmuls True accelforge_tpu_v4i $matmuls 1050 1e-12"
+  "tpu_v4i matmuls False accelforge_tpu_v4i $matmuls 1050 1e-12"
+  "tpu_v4i three_matmuls_annotated True accelforge_tpu_v4i $three 1050 1e-12"
+  "tpu_v4i three_matmuls_annotated False accelforge_tpu_v4i $three 1050 1e-12"
 )
 printf '%-8s %-24s %-6s %14s %14s %8s %14s %8s %14s %14s %8s %s\n' arch workload fused \
   af_energy mf_energy gap% mf+leak gap% af_latency mf_latency gap% cpu_s

@@ -92,6 +92,11 @@ Level parse_level(TomlReader& r) {
     if (lv.entries == 0) r.fail("energy_mlp", "needs a finite capacity (entries, size_bytes or size_kb)");
   }
   lv.may_keep = parse_roles(r, "keeps");
+  if (r.has("must_keep")) {
+    lv.must_keep = parse_roles(r, "must_keep");
+    if (lv.must_keep & ~lv.may_keep) r.fail("must_keep", "names a role that `keeps` does not allow at this level");
+  }
+  lv.backs_intermediates = r.opt_bool("backs_intermediates").value_or(false);
   if (auto f = r.opt_table("fanout")) {
     lv.fanout.x = f->opt_integer("x").value_or(1);
     lv.fanout.y = f->opt_integer("y").value_or(1);
@@ -101,6 +106,13 @@ Level parse_level(TomlReader& r) {
     lv.fanout.y_ranks = f->str_list("y_ranks");
     lv.fanout.x_reuse = f->has("x_reuse") ? parse_roles(*f, "x_reuse") : (f->str_list("x_reuse"), RoleMask{0});
     lv.fanout.y_reuse = f->has("y_reuse") ? parse_roles(*f, "y_reuse") : (f->str_list("y_reuse"), RoleMask{0});
+    lv.fanout.x_multicast = parse_roles(*f, "x_multicast");
+    lv.fanout.y_multicast = parse_roles(*f, "y_multicast");
+    for (const char* key : {"x_min_usage", "y_min_usage"}) {
+      const double u = f->opt_number(key).value_or(0);
+      if (u < 0 || u > 1) f->fail(key, fmt::format("value {} is outside [0, 1]; expected a fraction of the axis", u));
+      (key[0] == 'x' ? lv.fanout.x_min_usage : lv.fanout.y_min_usage) = u;
+    }
     f->finish();
   }
   r.finish();
@@ -222,6 +234,8 @@ std::string to_toml(const Architecture& a) {
     else
       s += fmt::format("read_pj = {}\nwrite_pj = {}\nupdate_pj = {}\n", lv.read_pj, lv.write_pj, lv.update_pj);
     s += fmt::format("keeps = {}\n", roles_list(lv.may_keep));
+    if (lv.must_keep) s += fmt::format("must_keep = {}\n", roles_list(lv.must_keep));
+    if (lv.backs_intermediates) s += "backs_intermediates = true\n";
     if (lv.fanout.total() > 1) {
       std::vector<std::string> parts;
       if (lv.fanout.x > 1) parts.push_back(fmt::format("x = {}", lv.fanout.x));
@@ -230,6 +244,10 @@ std::string to_toml(const Architecture& a) {
       if (!lv.fanout.y_ranks.empty()) parts.push_back("y_ranks = " + names_list(lv.fanout.y_ranks));
       if (lv.fanout.x_reuse) parts.push_back("x_reuse = " + roles_list(lv.fanout.x_reuse));
       if (lv.fanout.y_reuse) parts.push_back("y_reuse = " + roles_list(lv.fanout.y_reuse));
+      if (lv.fanout.x_multicast != kAllRoles) parts.push_back("x_multicast = " + roles_list(lv.fanout.x_multicast));
+      if (lv.fanout.y_multicast != kAllRoles) parts.push_back("y_multicast = " + roles_list(lv.fanout.y_multicast));
+      if (lv.fanout.x_min_usage > 0) parts.push_back(fmt::format("x_min_usage = {}", lv.fanout.x_min_usage));
+      if (lv.fanout.y_min_usage > 0) parts.push_back(fmt::format("y_min_usage = {}", lv.fanout.y_min_usage));
       s += fmt::format("fanout = {{ {} }}\n", fmt::join(parts, ", "));
     }
   }

@@ -35,6 +35,14 @@ struct Fanout {
   // axis multicasts inputs (Gemmini's columns); reuse {output} means spatial reduction (rows).
   std::vector<std::string> x_ranks, y_ranks;
   RoleMask x_reuse = 0, y_reuse = 0;
+  // Roles that may share one transfer across the axis (multicast of inputs and weights, spatial
+  // reduction of outputs); a role left out is fetched (or drained) once per instance, as
+  // AccelForge's `may_reuse` on a spatial dimension (TPUv4i's four cores: nothing).
+  RoleMask x_multicast = kAllRoles, y_multicast = kAllRoles;
+  // Fraction of the axis a mapping must use (AccelForge's `min_usage`): at least
+  // ceil(min_usage * x) instances, or, for an Einsum whose ranks cannot fill that many, the most
+  // they can fill. Copy Einsums are exempt.
+  double x_min_usage = 0, y_min_usage = 0;
   int64_t total() const { return x * y; }
 };
 
@@ -52,6 +60,12 @@ struct Level {
   std::optional<CapacityEnergyFit> fit;
   std::optional<EnergyMlp> mlp;  // FADiff's MLP of capacity instead of the linear fit (energy_mlp.hpp)
   RoleMask may_keep = kAllRoles;
+  // Roles the level must keep (AccelForge's `keep:` as opposed to `may_keep:`), a subset of
+  // may_keep. A tensor backed on chip below the level (fused) is exempt.
+  RoleMask must_keep = 0;
+  // FFM: with fusion on, every intermediate tensor is backed at this level (AccelForge's TPUv4i:
+  // MainMemory keeps ~Intermediates, the GlobalBuffer keeps what MainMemory does not).
+  bool backs_intermediates = false;
   Fanout fanout;           // into the next inner level
   int64_t instances = 1;   // derived: product of the fan-outs of all outer levels
 

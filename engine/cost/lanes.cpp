@@ -79,6 +79,13 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
         alive.v[k] = 0;
         invalid[k] = static_cast<int>(Invalid::FanoutExceeded);
       }
+    const double nx = static_cast<double>(p.levels[l].min_x), ny = static_cast<double>(p.levels[l].min_y);
+    if (nx > 1 || ny > 1)
+      for (int k = 0; k < K; ++k)
+        if (alive.v[k] != 0 && (fx.v[k] < nx || fy.v[k] < ny)) {
+          alive.v[k] = 0;
+          invalid[k] = static_cast<int>(Invalid::FanoutUnderused);
+        }
     if (s.structural == Invalid::KeepNotAllowed && s.structural_level == l)
       for (int k = 0; k < K; ++k)
         if (alive.v[k] != 0) alive.v[k] = 0, invalid[k] = static_cast<int>(Invalid::KeepNotAllowed);
@@ -88,9 +95,9 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
       used.v[k] *= fx.v[k] * fy.v[k];
     }
   }
-  if (s.structural == Invalid::BackingMissing)
+  if (s.structural == Invalid::BackingMissing || s.structural == Invalid::KeepMissing)
     for (int k = 0; k < K; ++k)
-      if (alive.v[k] != 0) alive.v[k] = 0, invalid[k] = static_cast<int>(Invalid::BackingMissing);
+      if (alive.v[k] != 0) alive.v[k] = 0, invalid[k] = static_cast<int>(s.structural);
   alive_out = alive;
   bool any = false;
   for (int k = 0; k < K; ++k) any |= alive.v[k] != 0;
@@ -198,7 +205,7 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
     }
     Lane groups, split;
     LANES groups.v[k] = split.v[k] = 1;
-    for (uint64_t m = pr.between; m; m &= m - 1) {
+    for (uint64_t m = pr.between | pr.replicated; m; m &= m - 1) {
       const Lane& fv = w.f[std::countr_zero(m)];
       LANES groups.v[k] *= fv.v[k];
     }

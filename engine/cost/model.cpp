@@ -237,6 +237,8 @@ std::string_view to_string(Invalid k) {
     case Invalid::KeepNotAllowed: return "tensor kept where the level may not hold it";
     case Invalid::BackingMissing: return "outermost level does not keep every tensor";
     case Invalid::CapacityExceeded: return "capacity exceeded";
+    case Invalid::KeepMissing: return "a level does not keep a tensor it must keep";
+    case Invalid::FanoutUnderused: return "spatial fan-out used below its minimum";
   }
   return "?";
 }
@@ -280,6 +282,23 @@ NestStructure analyze(const EvalPlan& p, const FlatMapping& m) {
         s.structural_level = static_cast<int8_t>(l);
         break;
       }
+  // Must-keep rules: every level below the outermost holds the roles it must, except above the
+  // level an on-chip tensor is backed at (nothing is kept between it and DRAM).
+  for (int l = L - 2; l >= 0 && s.structural == Invalid::None; --l) {
+    if (!p.levels[l].must_keep) continue;
+    for (int t = 0; t < T; ++t) {
+      if ((m.keep[l] >> t & 1) || !(p.levels[l].must_keep & role_bit(p.tensors[t].role))) continue;
+      if (m.onchip_backing >> t & 1) {
+        int backing = -1;
+        for (int k = 0; k < L; ++k)
+          if (m.keep[k] >> t & 1) backing = k;
+        if (l > backing) continue;
+      }
+      s.structural = Invalid::KeepMissing;
+      s.structural_level = static_cast<int8_t>(l);
+      break;
+    }
+  }
   if (s.structural == Invalid::None)
     for (int t = 0; t < T; ++t)
       if (!(m.keep[L - 1] >> t & 1) && !(m.onchip_backing >> t & 1)) {
@@ -296,8 +315,13 @@ NestStructure analyze(const EvalPlan& p, const FlatMapping& m) {
     const PlanTensor& pt = p.tensors[t];
     // Spatial loops over ranks this tensor indexes; levels where two of them move one dimension
     // (or one moves several), which need the exact group count instead of a product.
-    uint64_t relevant = 0;
+    uint64_t relevant = 0, replicated = 0;
     uint8_t crowded = 0;  // bit l
+    for (int i = 0; i < n; ++i) {
+      if (s.kind[i] == LoopKind::Temporal || pt.rank_terms[s.rank[i]] != 0) continue;
+      const RoleMask mc = s.kind[i] == LoopKind::SpatialX ? p.levels[s.level[i]].multicast_x : p.levels[s.level[i]].multicast_y;
+      if (!(mc & role_bit(pt.role))) replicated |= uint64_t{1} << i;
+    }
     {
       uint8_t seen[kMaxLevels][kMaxTensorDims] = {};
       for (int i = 0; i < n; ++i) {
@@ -319,7 +343,8 @@ NestStructure analyze(const EvalPlan& p, const FlatMapping& m) {
       const uint8_t levels_between = static_cast<uint8_t>(((1u << (l + 1)) - 1) & ~((1u << (child + 1)) - 1));
       NestStructure::Pair pr{static_cast<int8_t>(t), static_cast<int8_t>(l), static_cast<int8_t>(child),
                              pt.role == TensorRole::Output, l == top, (crowded & levels_between) == 0,
-                             relevant & range(s.boundary[l], child_begin), relevant & range(0, s.boundary[l])};
+                             relevant & range(s.boundary[l], child_begin), relevant & range(0, s.boundary[l]),
+                             replicated & range(s.boundary[l], child_begin)};
       if (l < top) s.refilled |= static_cast<uint8_t>(1u << t);
       s.pairs[s.n_pairs++] = pr;
       child = l;
@@ -376,6 +401,7 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
     for (uint64_t mask = s.spatial_x[l]; mask; mask &= mask - 1) fx *= f[std::countr_zero(mask)];
     for (uint64_t mask = s.spatial_y[l]; mask; mask &= mask - 1) fy *= f[std::countr_zero(mask)];
     if (fx > p.levels[l].fanout_x || fy > p.levels[l].fanout_y) return fail(Invalid::FanoutExceeded, l);
+    if (fx < p.levels[l].min_x || fy < p.levels[l].min_y) return fail(Invalid::FanoutUnderused, l);
     if (s.structural == Invalid::KeepNotAllowed && s.structural_level == l) return fail(s.structural, l);
     w.instances[l] = used_compute;
     used_compute *= fx * fy;
@@ -434,6 +460,7 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
       for (uint64_t mask = pr.between; mask; mask &= mask - 1) groups *= f[std::countr_zero(mask)];
     else
       groups = groups_general(pt, s, f, w, pr.between);
+    for (uint64_t mask = pr.replicated; mask; mask &= mask - 1) groups *= f[std::countr_zero(mask)];
     const int64_t transfers = child_fills * groups;
     Counts& c = per[l][t];
     c.fills = fills;

@@ -28,6 +28,8 @@ enum class Invalid : uint8_t {
   KeepNotAllowed,
   BackingMissing,
   CapacityExceeded,
+  KeepMissing,      // a level does not keep a tensor whose role it must keep (Level::must_keep)
+  FanoutUnderused,  // fewer instances of an axis used than its min_usage asks (Fanout::x_min_usage)
 };
 
 struct CostResult {
@@ -67,9 +69,12 @@ struct NestStructure {
     bool between_simple;  // multicast groups are a plain product of `between` factors
     uint64_t between;     // spatial loops of levels child+1..level over ranks the tensor indexes
     uint64_t partition;   // spatial loops above `level` over ranks the tensor indexes
+    // Spatial loops of levels child+1..level over ranks the tensor does not index, on axes that
+    // may not multicast (or reduce) it: every instance is served on its own.
+    uint64_t replicated;
   };
   int8_t n = 0, n_levels = 0, n_temporal = 0, n_pairs = 0;
-  Invalid structural = Invalid::None;  // KeepNotAllowed / BackingMissing / LevelCount
+  Invalid structural = Invalid::None;  // KeepNotAllowed / KeepMissing / BackingMissing / LevelCount
   int8_t structural_level = -1;
   std::array<int8_t, kMaxLoops> rank{}, level{};
   std::array<LoopKind, kMaxLoops> kind{};

@@ -80,6 +80,11 @@ EvalPlan compile_plan(const Einsum& e, const Core& c) {
     pl.may_keep = lv.may_keep;
     pl.fanout_x = lv.fanout.x;
     pl.fanout_y = lv.fanout.y;
+    pl.must_keep = lv.must_keep;
+    pl.min_x = min_axis_use(lv.fanout, LoopKind::SpatialX, e);
+    pl.min_y = min_axis_use(lv.fanout, LoopKind::SpatialY, e);
+    pl.multicast_x = lv.fanout.x_multicast;
+    pl.multicast_y = lv.fanout.y_multicast;
   }
   p.op_pj = c.compute.energy_pj;
   p.legacy_output_fills = c.legacy_output_fills;

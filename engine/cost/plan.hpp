@@ -55,7 +55,10 @@ struct PlanLevel {
   double read_bw = 0, write_bw = 0, shared_bw = 0;
   double read_pj = 0, write_pj = 0, update_pj = 0;
   RoleMask may_keep = kAllRoles;
+  RoleMask must_keep = 0;
   int64_t fanout_x = 1, fanout_y = 1;
+  int64_t min_x = 1, min_y = 1;                          // instances the Einsum must use (min_usage)
+  RoleMask multicast_x = kAllRoles, multicast_y = kAllRoles;  // roles sharing transfers across the axis
 };
 
 struct EvalPlan {

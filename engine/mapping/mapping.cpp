@@ -1,5 +1,7 @@
 #include "engine/mapping/mapping.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <cctype>
 
@@ -82,6 +84,30 @@ bool axis_accepts(const Fanout& f, LoopKind axis, const Einsum& e, int rank) {
     if ((reuse & role_bit(e.tensors[t].role)) && e.rank_relevant(static_cast<int>(t), rank))
       return false;
   return true;
+}
+
+int64_t max_axis_use(const Fanout& f, LoopKind axis, const Einsum& e) {
+  const int64_t cap = axis == LoopKind::SpatialX ? f.x : f.y;
+  std::vector<int64_t> reach{1};  // products reachable with the ranks seen so far
+  for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r) {
+    if (!axis_accepts(f, axis, e, r)) continue;
+    std::vector<int64_t> next;
+    for (int64_t p : reach)
+      for (int64_t d = 1; d <= e.ranks[r].size && p * d <= cap; ++d)
+        if (e.ranks[r].size % d == 0) next.push_back(p * d);
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    reach = std::move(next);
+  }
+  return reach.back();
+}
+
+int64_t min_axis_use(const Fanout& f, LoopKind axis, const Einsum& e) {
+  const bool x = axis == LoopKind::SpatialX;
+  const double usage = x ? f.x_min_usage : f.y_min_usage;
+  if (usage <= 0 || e.op == OpKind::Copy) return 1;
+  const auto want = static_cast<int64_t>(std::ceil(usage * static_cast<double>(x ? f.x : f.y) - 1e-9));
+  return std::max<int64_t>(1, std::min(want, max_axis_use(f, axis, e)));
 }
 
 std::string to_text(const Mapping& m, const Einsum& e, const Core& c) {
@@ -260,11 +286,22 @@ std::optional<MappingError> check_structure(const Mapping& m, const Einsum& e, c
                           "spatial fan-out below " + lv.name + " is " + std::to_string(x) + "x" +
                               std::to_string(y) + "; the level allows " +
                               std::to_string(lv.fanout.x) + "x" + std::to_string(lv.fanout.y)};
-    for (size_t t = 0; t < e.tensors.size(); ++t)
+    const int64_t need_x = min_axis_use(lv.fanout, LoopKind::SpatialX, e), need_y = min_axis_use(lv.fanout, LoopKind::SpatialY, e);
+    if (x < need_x || y < need_y)
+      return MappingError{K::FanoutUnderused, l, -1, -1,
+                          "spatial fan-out below " + lv.name + " is " + std::to_string(x) + "x" +
+                              std::to_string(y) + "; its min_usage asks for at least " +
+                              std::to_string(need_x) + "x" + std::to_string(need_y)};
+    for (size_t t = 0; t < e.tensors.size(); ++t) {
       if ((m.levels[l].keep & (1u << t)) && !(lv.may_keep & role_bit(e.tensors[t].role)))
         return MappingError{K::KeepNotAllowed, l, -1, static_cast<int>(t),
                             "level " + lv.name + " may not hold " + e.tensors[t].name + " (" +
                                 std::string(to_string(e.tensors[t].role)) + ")"};
+      if (l < L - 1 && !(m.levels[l].keep & (1u << t)) && (lv.must_keep & role_bit(e.tensors[t].role)))
+        return MappingError{K::KeepMissing, l, -1, static_cast<int>(t),
+                            "level " + lv.name + " must hold " + e.tensors[t].name + " (" +
+                                std::string(to_string(e.tensors[t].role)) + ", must_keep)"};
+    }
   }
   for (size_t r = 0; r < e.ranks.size(); ++r)
     if (product[r] != e.ranks[r].size)

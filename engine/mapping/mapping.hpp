@@ -50,6 +50,14 @@ Mapping parse_dosa_mapping(std::string_view text, const Einsum& e, const Core& c
 // axis must exist, name the rank if it names any, and not index tensors whose role it reuses.
 bool axis_accepts(const Fanout& f, LoopKind axis, const Einsum& e, int rank);
 
+// The most instances of `axis` a mapping of `e` can use: the largest product of divisors of the
+// accepted ranks' sizes within the fan-out (each rank on its own, as if the axis were alone).
+int64_t max_axis_use(const Fanout& f, LoopKind axis, const Einsum& e);
+
+// The instances of `axis` a mapping of `e` must use (Fanout::x_min_usage / y_min_usage): 1 when
+// there is no minimum or `e` is a copy.
+int64_t min_axis_use(const Fanout& f, LoopKind axis, const Einsum& e);
+
 // Structural validity (everything except capacity, which needs tile sizes: see cost/model.hpp).
 struct MappingError {
   enum class Kind {
@@ -60,6 +68,8 @@ struct MappingError {
     KeepNotAllowed,    // a tensor is kept where the level may not hold its role
     BackingMissing,    // the outermost level does not keep every tensor
     CapacityExceeded,  // reported by the cost model
+    KeepMissing,       // a level does not keep a tensor whose role it must keep
+    FanoutUnderused,   // fewer instances of an axis used than its min_usage asks
   } kind;
   int level = -1;
   int rank = -1;

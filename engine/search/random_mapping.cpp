@@ -33,6 +33,28 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
   auto constraint = [&](int l) -> const LevelConstraints* {
     return opt.space && l < static_cast<int>(opt.space->levels.size()) ? &opt.space->levels[l] : nullptr;
   };
+  // Prime factors of every rank; axes with a minimum use (min_usage) take theirs first, drawn at
+  // random from the ranks they accept, so that samples on such architectures are mostly valid.
+  std::vector<std::vector<int64_t>> primes(R);
+  for (int r = 0; r < R; ++r) primes[r] = prime_factors(e.ranks[r].size);
+  for (int l = 0; l < L; ++l)
+    for (int a = 0; a < 2; ++a) {
+      const Fanout& f = c.levels[l].fanout;
+      const LoopKind axis = a == 0 ? LoopKind::SpatialX : LoopKind::SpatialY;
+      const int64_t need = min_axis_use(f, axis, e), cap = a == 0 ? f.x : f.y;
+      while (used[l][a] < need) {
+        std::vector<std::pair<int, size_t>> options;  // (rank, index of a prime)
+        for (int r = 0; r < R; ++r)
+          if (may_spread(f, a == 0, e, r))
+            for (size_t i = 0; i < primes[r].size(); ++i)
+              if (used[l][a] * primes[r][i] <= cap) options.push_back({r, i});
+        if (options.empty()) break;
+        const auto [r, i] = options[std::uniform_int_distribution<size_t>(0, options.size() - 1)(rng)];
+        factor[l][a + 1][r] *= primes[r][i];
+        used[l][a] *= primes[r][i];
+        primes[r].erase(primes[r].begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
   for (int r = 0; r < R; ++r) {
     // Levels whose temporal loops may iterate r (a fixed order lists the ranks it allows).
     std::vector<int> temporal_levels;
@@ -41,7 +63,7 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
       if (!lc || !lc->order || std::find(lc->order->begin(), lc->order->end(), r) != lc->order->end())
         temporal_levels.push_back(l);
     }
-    for (int64_t p : prime_factors(e.ranks[r].size)) {
+    for (int64_t p : primes[r]) {
       struct Slot { int l, kind; };
       std::vector<Slot> spatial;
       for (int l = 0; l < L; ++l)
@@ -93,7 +115,8 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
     }
     for (size_t t = 0; t < e.tensors.size(); ++t) {
       const bool allowed = c.levels[l].may_keep & role_bit(e.tensors[t].role);
-      const bool keep = l == L - 1 || (allowed && (!opt.random_bypass || u01(rng) < 0.7));
+      const bool must = c.levels[l].must_keep & role_bit(e.tensors[t].role);
+      const bool keep = l == L - 1 || must || (allowed && (!opt.random_bypass || u01(rng) < 0.7));
       if (keep) m.levels[l].keep |= static_cast<TensorMask>(1u << t);
     }
   }

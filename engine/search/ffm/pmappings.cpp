@@ -55,8 +55,14 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
     out.push_back(u);
   }
   if (!o.allow_fusion || inter.empty()) return out;
+  // A level that backs every intermediate (Level::backs_intermediates): only the context with all
+  // of them on chip there.
+  int forced = -1;
+  for (int l = 0; l < L - 1; ++l)
+    if (c.levels[l].backs_intermediates) forced = l;
+  if (forced >= 0) out.clear();
   const int n_inter = static_cast<int>(inter.size());
-  for (int subset = 1; subset < (1 << n_inter); ++subset) {
+  for (int subset = forced >= 0 ? (1 << n_inter) - 1 : 1; subset < (1 << n_inter); ++subset) {
     TensorMask onchip = 0;
     for (int k = 0; k < n_inter; ++k)
       if (subset >> k & 1) onchip |= static_cast<TensorMask>(1u << inter[k].first);
@@ -72,6 +78,7 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
     std::vector<std::vector<int64_t>> choices;
     for (int r : eligible) choices.push_back(divisors(e.ranks[r].size));
     for (int b = 0; b < L - 1; ++b) {
+      if (forced >= 0 && b != forced) continue;
       bool may = true;
       for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
         if ((onchip >> ti & 1) && !(c.levels[b].may_keep & role_bit(e.tensors[ti].role))) may = false;
