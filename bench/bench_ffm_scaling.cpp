@@ -7,6 +7,9 @@
 //   OMP_NUM_THREADS=1 build/bench/mapfuse_bench_ffm_scaling --benchmark_filter=Baseline
 // Chain counters: generation and join CPU seconds per Einsum (FfmResult), tile mappings
 // evaluated, pmappings kept, the largest join step's kept partial mappings, peak RSS (MiB).
+//   OMP_NUM_THREADS=1 build/bench/mapfuse_bench_ffm_scaling --benchmark_filter=PaperChain
+// (the paper's Figure 9 size: zoo matmul_chain_<n>, M = 8192, on accelforge_tpu_v4i; counters as
+// Chain plus tile mappings evaluated per CPU-second and join combinations per CPU-second)
 // Baseline counters: percent above FFM's EDP optimum, mean / min / max over 10 seeds, at a fixed
 // number of evaluations.
 #include <benchmark/benchmark.h>
@@ -19,6 +22,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/search/ffm/baselines.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/workload/zoo.hpp"
 
 using namespace mapfuse;
 using namespace mapfuse::ffm;
@@ -74,6 +78,25 @@ void BM_Chain(benchmark::State& state) {
   state.counters["rss_mib"] = peak_rss_mib();
 }
 
+// args: n Einsums of the zoo's matmul_chain_<n> (FFM section 7.5 sizes) on accelforge_tpu_v4i
+void BM_PaperChain(benchmark::State& state) {
+  const Core c = load_architecture("accelforge_tpu_v4i").cores.at(0);
+  const int n = static_cast<int>(state.range(0));
+  const Workload w = zoo_workload("matmul_chain_" + std::to_string(n), {});
+  FfmResult r;
+  for (auto _ : state) r = ffm_search(w, c, {});
+  int64_t evaluated = 0, kept = 0, combos = 0, partials = 0;
+  for (const auto& p : r.pmappings) evaluated += p.evaluated, kept += p.kept;
+  for (const auto& s : r.steps) combos += s.combinations, partials = std::max(partials, s.kept);
+  state.counters["gen_cpu_s/einsum"] = r.generation_cpu_seconds / n;
+  state.counters["join_cpu_s/einsum"] = r.join_cpu_seconds / n;
+  state.counters["evaluated/cpu_s"] = static_cast<double>(evaluated) / r.generation_cpu_seconds;
+  state.counters["kept"] = static_cast<double>(kept);
+  state.counters["combinations/cpu_s"] = r.join_cpu_seconds > 0 ? static_cast<double>(combos) / r.join_cpu_seconds : 0;
+  state.counters["max_partials"] = static_cast<double>(partials);
+  state.counters["rss_mib"] = peak_rss_mib();
+}
+
 // args: baseline (0 random, 1 sa, 2 ga), evaluations
 void BM_Baseline(benchmark::State& state) {
   const Core c = bench_core();
@@ -109,6 +132,7 @@ void BM_Baseline(benchmark::State& state) {
 
 BENCHMARK(BM_Chain)->ArgsProduct({{1, 2, 4, 8, 16, 32, 64}, {8}, {0}})->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_Chain)->ArgsProduct({{64}, {8}, {5, 50}})->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_PaperChain)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_Baseline)->ArgsProduct({{0, 1, 2}, {100, 1000, 10000}})->Iterations(1)->Unit(benchmark::kSecond);
 
 BENCHMARK_MAIN();

@@ -476,6 +476,11 @@ RelaxedLayer make_relaxed_layer(const Einsum& e, const Core& c, const LoopOrders
     }
   for (int m = 0; m < L.n_levels; ++m) {
     const PlanLevel& pl = plan.levels[m];
+    // The relaxed model keeps every role a level may hold and multicasts freely; an architecture
+    // that states its mapspace (docs/architectures.md) is outside what it can represent.
+    if (pl.must_keep || pl.min_x > 1 || pl.min_y > 1 || pl.multicast_x != kAllRoles || pl.multicast_y != kAllRoles)
+      throw InputError({}, "architecture level '" + c.levels[m].name + "'",
+                       "must_keep, min_usage and multicast restrictions are not supported by the relaxed (FADiff) model");
     RelaxedLayer::LevelInfo& li = L.levels[m];
     for (int t = 0; t < L.n_tensors; ++t)
       if (pl.may_keep & role_bit(L.tensors[t].role)) li.keep |= static_cast<TensorMask>(1u << t);

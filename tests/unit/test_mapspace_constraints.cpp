@@ -8,6 +8,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/cost/model.hpp"
+#include "engine/cost/relaxed.hpp"
 #include "engine/mapping/mapping.hpp"
 #include "engine/search/exhaustive.hpp"
 #include "test_support.hpp"
@@ -124,4 +125,15 @@ TEST_CASE("mapspace constraints: bad TOML names the key") {
         std::string::npos);
   CHECK(thrown(head + "fanout = { x = 4, x_multicast = [\"inputs\"] }\n[[level]]\nname = \"B\"\nentries = 8\n").find("x_multicast") !=
         std::string::npos);
+}
+
+TEST_CASE("mapspace constraints: the relaxed (FADiff) model refuses an architecture that states its mapspace") {
+  const Einsum e = mm64();
+  CHECK_NOTHROW(make_relaxed_layer(e, test::preset_core("tpuv4i")));
+  try {
+    make_relaxed_layer(e, test::preset_core("accelforge_tpu_v4i"));
+    FAIL("expected an InputError");
+  } catch (const InputError& err) {
+    CHECK(std::string(err.what()).find("not supported by the relaxed (FADiff) model") != std::string::npos);
+  }
 }
