@@ -121,13 +121,7 @@ Command add_ffm_command(CLI::App& app) {
                        static_cast<double>(r.peak_records_bytes) / (1 << 20), peak_rss_mib());
             if (!best) {
               fmt::print("  no fused mapping fits core '{}'\n", core.name);
-              for (const ffm::JoinStep& s : r.steps)
-                if (s.kept == 0) {
-                  fmt::print("  the join ends empty at Einsum '{}': {} partial mappings x {} pmappings, {} compatible pairs, "
-                             "{} within capacity\n",
-                             w.einsums[s.einsum].name, s.partials_in, s.pmappings, s.combinations, s.joined);
-                  break;
-                }
+              if (const std::string why = ffm::empty_join_reason(w, r); !why.empty()) fmt::print("  {}\n", why);
               return 1;
             }
             size_t fused = 0;

@@ -330,7 +330,10 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
                         ffm::merge_pmapping_slices(s.w, s.core(), ffm::matchable_contexts(s.w, s.core(), s.opt), slices),
                         s.opt.max_memory_mib << 20, s.opt.epsilon);
       const ffm::FfmSolution* best = f.best(s.objective);
-      if (!best) throw std::runtime_error("no fused mapping of " + s.w.name + " fits core " + s.core().name);
+      if (!best) {
+        const std::string why = ffm::empty_join_reason(s.w, f);
+        throw std::runtime_error("no fused mapping of " + s.w.name + " fits core " + s.core().name + (why.empty() ? "" : "; " + why));
+      }
       r.energy_pj = best->energy_pj;
       r.cycles = best->cycles;
       r.edp = best->edp();

@@ -427,4 +427,15 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   return r;
 }
 
+std::string empty_join_reason(const Workload& w, const FfmResult& r) {
+  if (!r.pareto.empty()) return "";
+  for (const JoinStep& s : r.steps)
+    if (s.kept == 0)
+      return fmt::format("the join ends empty at Einsum '{}': {} partial mappings x {} pmappings, {} compatible pairs, "
+                         "{} within capacity{}",
+                         w.einsums[s.einsum].name, s.partials_in, s.pmappings, s.combinations, s.joined,
+                         s.joined > 0 ? ", none of which any later Einsum can match" : "");
+  return "";
+}
+
 }  // namespace mapfuse::ffm

@@ -92,6 +92,10 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {})
 FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pmappings,
                    int64_t max_memory_bytes = 0, double epsilon = 0);
 
+// Why a join found no fused mapping: the first Einsum after which no partial mapping was left,
+// with the step's counts ("" when the join found one).
+std::string empty_join_reason(const Workload& w, const FfmResult& r);
+
 // Bytes FFM keeps for these pmappings (the estimate behind max_memory_mib).
 int64_t pmapping_bytes(const std::vector<EinsumPmappings>& pm);
 
