@@ -99,6 +99,11 @@ Command add_ffm_command(CLI::App& app) {
                 }
               }
               for (const auto& s : r.pareto) j["front"].push_back({{"energy_pj", s.energy_pj}, {"cycles", s.cycles}});
+              j["einsums"] = nlohmann::json::array();  // where generation goes, per Einsum
+              for (const auto& p : r.pmappings)
+                j["einsums"].push_back({{"name", w.einsums[p.einsum].name}, {"contexts", p.contexts.size()},
+                                        {"evaluated", p.evaluated}, {"kept", p.kept},
+                                        {"reused_from", p.reused_from >= 0 ? nlohmann::json(w.einsums[p.reused_from].name) : nlohmann::json()}});
               j["pmappings_evaluated"] = evaluated;
               j["pmappings_kept"] = kept;
               j["contexts"] = r.contexts;

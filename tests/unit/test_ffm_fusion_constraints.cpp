@@ -190,3 +190,44 @@ TEST_CASE("ffm epsilon: the two-pass dirty/clean join returns the exact front an
     CHECK(two.dirty_kept > 0);
   }
 }
+
+TEST_CASE("ffm reuse: an Einsum equal to an earlier one (up to tensor names, same contexts) reuses its pmappings exactly") {
+  Workload w;
+  w.name = "four";
+  for (int i = 0; i < 4; ++i)
+    w.einsums.push_back(make_matmul("MM" + std::to_string(i), 4, 4, 4, "T" + std::to_string(i), "W" + std::to_string(i),
+                                    "T" + std::to_string(i + 1)));
+  finalize(w);
+  const Core c = test::preset_core("tpuv4i");
+  const FfmResult r = ffm_search(w, c, {});
+  REQUIRE(!r.pareto.empty());
+  // MM1 and MM2 both read and write an intermediate: MM2 is MM1 again. MM0 and MM3 are not.
+  CHECK(r.pmappings[0].reused_from == -1);
+  CHECK(r.pmappings[1].reused_from == -1);
+  CHECK(r.pmappings[2].reused_from == 1);
+  CHECK(r.pmappings[2].evaluated == 0);
+  CHECK(r.pmappings[3].reused_from == -1);
+  // Against every Einsum generated on its own: the same pmappings and the same front, to the bit.
+  const auto contexts = matchable_contexts(w, c, {});
+  std::vector<EinsumPmappings> own;
+  for (int i = 0; i < 4; ++i) own.push_back(generate_pmappings(w, i, c, {}, contexts[static_cast<size_t>(i)]));
+  for (size_t k = 0; k < own[2].pmappings.size(); ++k) {
+    REQUIRE(own[2].pmappings[k].size() == r.pmappings[2].pmappings[k].size());
+    for (size_t j = 0; j < own[2].pmappings[k].size(); ++j) {
+      CHECK(own[2].pmappings[k][j].energy_pj == r.pmappings[2].pmappings[k][j].energy_pj);
+      CHECK(own[2].pmappings[k][j].mapping == r.pmappings[2].pmappings[k][j].mapping);
+    }
+  }
+  const FfmResult joined = ffm_join(w, c, own);
+  REQUIRE(joined.pareto.size() == r.pareto.size());
+  for (size_t k = 0; k < r.pareto.size(); ++k) {
+    CHECK(joined.pareto[k].energy_pj == r.pareto[k].energy_pj);
+    CHECK(joined.pareto[k].cycles == r.pareto[k].cycles);
+  }
+  // Tensor names do not matter, rank names do (a fan-out may name the ranks it accepts).
+  Einsum renamed = w.einsums[1];
+  renamed.tensors[0].name = "X";
+  CHECK(generation_key(renamed, contexts[1]) == generation_key(w.einsums[1], contexts[1]));
+  renamed.ranks[0].name = "Q";
+  CHECK(generation_key(renamed, contexts[1]) != generation_key(w.einsums[1], contexts[1]));
+}

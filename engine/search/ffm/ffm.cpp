@@ -400,6 +400,26 @@ void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
     });
 }
 
+std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts) {
+  // Everything generate_pmappings reads: the Einsum without its tensor names (rank names stay:
+  // a fan-out may name the ranks it accepts) and each context's fused spec.
+  std::string k = fmt::format("{}|", static_cast<int>(e.op));
+  for (const Rank& r : e.ranks) k += fmt::format("{}={},", r.name, r.size);
+  for (const TensorAccess& t : e.tensors) {
+    k += fmt::format("|{}:{}:", static_cast<int>(t.role), t.bits_per_value);
+    for (const Projection& d : t.dims) {
+      for (const auto& term : d) k += fmt::format("{}*{}+", term.coeff, term.rank);
+      k += ',';
+    }
+  }
+  for (const PmappingContext& ctx : contexts) {
+    k += fmt::format("#{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip), ctx.fused.iterations,
+                     ctx.top_level);
+    for (size_t r = 0; r < e.ranks.size(); ++r) k += fmt::format("{},", ctx.shared[r]);
+  }
+  return k;
+}
+
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   const int E = static_cast<int>(w.einsums.size());
   std::vector<std::vector<PmappingContext>> contexts(E);
@@ -411,8 +431,22 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   const std::clock_t c0 = std::clock();
   std::vector<EinsumPmappings> pm;
   int64_t kept = 0;
+  std::unordered_map<std::string, int> generated;  // generation_key -> first Einsum with it
   for (int i = 0; i < E; ++i) {
     kept += static_cast<int64_t>(contexts[i].size());
+    const std::string key = generation_key(w.einsums[i], contexts[i]);
+    if (auto it = generated.find(key); it != generated.end()) {
+      // The same Einsum up to tensor names, with the same contexts: the same pmappings (exact).
+      EinsumPmappings copy;
+      copy.einsum = i;
+      copy.contexts = std::move(contexts[i]);
+      copy.pmappings = pm[static_cast<size_t>(it->second)].pmappings;
+      copy.kept = pm[static_cast<size_t>(it->second)].kept;
+      copy.reused_from = it->second;
+      pm.push_back(std::move(copy));
+      continue;
+    }
+    generated.emplace(key, i);
     pm.push_back(generate_pmappings(w, i, c, o.pmappings, std::move(contexts[i])));
   }
   const auto t1 = std::chrono::steady_clock::now();

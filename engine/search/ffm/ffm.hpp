@@ -84,7 +84,11 @@ struct FfmResult {
   const FfmSolution* best(Objective o) const;
 };
 
+// ffm_search generates each distinct Einsum once: an Einsum equal to an earlier one up to tensor
+// names, with the same contexts (generation_key), reuses its pmappings (EinsumPmappings::reused_from;
+// GPT-3's V, K and Q; the repeating shapes of a matmul chain). Exact: generation reads nothing else.
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
+std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts);
 
 // Step 2 alone, on given pmappings (one EinsumPmappings per Einsum, in workload order).
 // max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit); epsilon as in

@@ -62,6 +62,7 @@ struct EinsumPmappings {
   int64_t capacity_pruned = 0;  // partial tile mappings cut at a full level
   int64_t kept = 0;             // after Pareto pruning
   int64_t lane_calls = 0;       // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
+  int reused_from = -1;         // >= 0: copied from this Einsum's (ffm_search; nothing evaluated here)
 };
 
 // Every context of an Einsum: unfused, and for each non-empty set of its intermediate tensors,
