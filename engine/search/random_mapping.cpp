@@ -5,20 +5,6 @@
 
 namespace mapfuse {
 
-namespace {
-
-bool may_spread(const Fanout& f, bool x, const Einsum& e, int rank) {
-  const auto& names = x ? f.x_ranks : f.y_ranks;
-  if (!names.empty() && std::find(names.begin(), names.end(), e.ranks[rank].name) == names.end())
-    return false;
-  const RoleMask reuse = x ? f.x_reuse : f.y_reuse;
-  for (size_t t = 0; t < e.tensors.size(); ++t)
-    if ((reuse & role_bit(e.tensors[t].role)) && e.rank_relevant(static_cast<int>(t), rank))
-      return false;
-  return true;
-}
-
-}  // namespace
 
 Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
                        const RandomMappingOptions& opt) {
@@ -45,7 +31,7 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
       while (used[l][a] < need) {
         std::vector<std::pair<int, size_t>> options;  // (rank, index of a prime)
         for (int r = 0; r < R; ++r)
-          if (may_spread(f, a == 0, e, r))
+          if (axis_accepts(f, axis, e, r))
             for (size_t i = 0; i < primes[r].size(); ++i)
               if (used[l][a] * primes[r][i] <= cap) options.push_back({r, i});
         if (options.empty()) break;
@@ -71,7 +57,7 @@ Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
           const LevelConstraints* lc = constraint(l);
           const std::optional<uint32_t>& only = a == 0 ? (lc ? lc->spatial_x : std::nullopt) : (lc ? lc->spatial_y : std::nullopt);
           if (used[l][a] * p <= (a == 0 ? c.levels[l].fanout.x : c.levels[l].fanout.y) &&
-              may_spread(c.levels[l].fanout, a == 0, e, r) && (!only || (*only >> r & 1)))
+              axis_accepts(c.levels[l].fanout, a == 0 ? LoopKind::SpatialX : LoopKind::SpatialY, e, r) && (!only || (*only >> r & 1)))
             spatial.push_back({l, a + 1});
         }
       if (!spatial.empty() && (temporal_levels.empty() || u01(rng) < opt.spatial_bias)) {
