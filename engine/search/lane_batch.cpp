@@ -100,10 +100,6 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
         if (c.levels[l].must_keep & role_bit(e.tensors[t].role)) must |= static_cast<TensorMask>(1u << t);
     std::erase_if(keep_options[l], [&](TensorMask m) { return (m & must) != must; });
   }
-  for (int l = 0; l < L; ++l) {
-    min_x[l] = plan_.levels[l].min_x;
-    min_y[l] = plan_.levels[l].min_y;
-  }
   if (spec.merge_supports) {
     int loops = 0;
     for (int l = 0; l <= top && l < L; ++l) {
@@ -185,7 +181,7 @@ void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& rema
   auto temporal_ok = [&](int r, int64_t f) { return f >= t_min[l][r] && f <= t_max[l][r]; };
   auto rec = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
     if (r == R) {
-      if (used_x < min_x[l] || used_y < min_y[l]) return;  // min_usage (FanoutUnderused)
+      if (used_x < plan_.levels[l].min_x || used_y < plan_.levels[l].min_y) return;  // min_usage (FanoutUnderused)
       out.push_back(cur);
       return;
     }

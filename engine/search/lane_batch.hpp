@@ -101,7 +101,6 @@ class TileSearch {
   std::vector<std::array<uint8_t, kMaxRanks>> rank_class;
   std::vector<bool> plain;
   std::array<std::array<int64_t, kMaxRanks>, kMaxLevels> t_min{}, t_max{};
-  std::array<int64_t, kMaxLevels> min_x{}, min_y{};  // instances each axis must use (min_usage)
   std::vector<std::vector<int64_t>> divisor_lists;  // divisors of every divisor of a rank size
   std::vector<int32_t> divisor_index;               // n -> its list in divisor_lists (n <= max rank size)
   std::vector<std::vector<TensorMask>> keep_options;

@@ -18,15 +18,17 @@ namespace {
 // tpuv4i, whose buffers keep every role, so that producer and consumer can share a backing level
 // (on Gemmini a matmul's output is backed in the accumulator and its consumer's input in the
 // scratchpad: no chain of matmuls fuses there).
-Workload three_matmuls() {
+Workload matmul_chain(int n) {
   Workload w;
-  w.name = "three";
-  for (int i = 0; i < 3; ++i)
+  w.name = "chain" + std::to_string(n);
+  for (int i = 0; i < n; ++i)
     w.einsums.push_back(make_matmul("MM" + std::to_string(i), 4, 4, 4, "T" + std::to_string(i), "W" + std::to_string(i),
                                     "T" + std::to_string(i + 1)));
   finalize(w);
   return w;
 }
+
+Workload three_matmuls() { return matmul_chain(3); }
 
 int tensor(const Workload& w, const std::string& name) {
   for (size_t t = 0; t < w.tensors.size(); ++t)
@@ -192,12 +194,7 @@ TEST_CASE("ffm epsilon: the two-pass dirty/clean join returns the exact front an
 }
 
 TEST_CASE("ffm reuse: an Einsum equal to an earlier one (up to tensor names, same contexts) reuses its pmappings exactly") {
-  Workload w;
-  w.name = "four";
-  for (int i = 0; i < 4; ++i)
-    w.einsums.push_back(make_matmul("MM" + std::to_string(i), 4, 4, 4, "T" + std::to_string(i), "W" + std::to_string(i),
-                                    "T" + std::to_string(i + 1)));
-  finalize(w);
+  const Workload w = matmul_chain(4);
   const Core c = test::preset_core("tpuv4i");
   const FfmResult r = ffm_search(w, c, {});
   REQUIRE(!r.pareto.empty());
