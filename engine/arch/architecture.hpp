@@ -63,8 +63,9 @@ struct Level {
   // Roles the level must keep (AccelForge's `keep:` as opposed to `may_keep:`), a subset of
   // may_keep. A tensor backed on chip below the level (fused) is exempt.
   RoleMask must_keep = 0;
-  // FFM: with fusion on, every intermediate tensor is backed at this level (AccelForge's TPUv4i:
-  // MainMemory keeps ~Intermediates, the GlobalBuffer keeps what MainMemory does not).
+  // FFM: the only on-chip level that may back an intermediate tensor; each may still go through
+  // DRAM (AccelForge's TPUv4i: MainMemory must keep ~Intermediates and may keep All, the
+  // GlobalBuffer keeps what MainMemory does not).
   bool backs_intermediates = false;
   Fanout fanout;           // into the next inner level
   int64_t instances = 1;   // derived: product of the fan-outs of all outer levels

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "engine/common/error.hpp"
 
@@ -125,6 +129,24 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
       }
       if (safe) always_x[l] = x_ok[l], always_y[l] = y_ok[l];
     }
+  }
+  if (spec.prune_partial && spec.prune && merge && top > 0) {
+    // Every dimension one rank with coefficient 1, no rank twice in a tensor: a tile moved by a
+    // loop over a rank it indexes shares nothing with the previous one, which is what makes the
+    // counts split into inner and outer parts.
+    bool simple = true;
+    for (int t = 0; t < T; ++t) {
+      simple = simple && plain[t];
+      for (const auto& dim : e.tensors[t].dims) simple = simple && dim.size() == 1 && dim[0].coeff == 1;
+    }
+    partial_ = simple;
+    relaxed_ = plan_;
+    for (int l = 0; l < L; ++l) {
+      relaxed_.levels[l].entries = 0;
+      relaxed_.levels[l].must_keep = 0;
+      relaxed_.levels[l].min_x = relaxed_.levels[l].min_y = 1;
+    }
+    relaxed_.legacy_output_fills = true;
   }
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
@@ -333,7 +355,6 @@ struct TileWorker::State {
   // Merged mode: one parked copy per order class combination of the choice, in the bucket of its
   // whole loop structure (class representative, then the level's other loopable ranks at factor
   // 1, which the model treats as no loop), so choices of different supports share SIMD calls.
-  std::array<const std::vector<std::vector<int>>*, kMaxLevels> park_classes{};
   std::vector<int> park_ranks;
 
   // Extended order codes of a level's classes (see Support::o), cached with the classes.
@@ -356,6 +377,11 @@ struct TileWorker::State {
     return it->second;
   }
 
+  // Partial pruning: levels below fixed_levels take the order fixed_code[l] (Support::o form).
+  int fixed_levels = 0;
+  std::array<uint32_t, kMaxLevels> fixed_code{};
+  std::array<std::vector<uint32_t>, kMaxLevels> fixed_single;
+
   void park_merged() {
     const int L = s->L, R = s->R;
     Support key;
@@ -363,6 +389,20 @@ struct TileWorker::State {
     int64_t combos = 1;
     for (int l = 0; l < L; ++l) {
       const LevelChoice& ch = chosen[l];
+      if (l < fixed_levels) {
+        uint32_t x = 0, y = 0;
+        for (int r = 0; r < R; ++r) {
+          x |= uint32_t(ch.x[r] > 1) << r;
+          y |= uint32_t(ch.y[r] > 1) << r;
+        }
+        if (s->always_x[l] | s->always_y[l]) x = s->always_x[l], y = s->always_y[l];
+        key.w[l] = x << 8 | y << 16 | uint32_t(ch.keep) << 24;
+        fixed_single[l].assign(1, fixed_code[l]);
+        park_codes[l] = &fixed_single[l];
+        key.o[l] = fixed_code[l];
+        below |= ch.keep;
+        continue;
+      }
       uint32_t t = 0, x = 0, y = 0;
       for (int r = 0; r < R; ++r) {
         t |= uint32_t(ch.t[r] > 1) << r;
@@ -385,7 +425,6 @@ struct TileWorker::State {
         }
         cls = &order_classes(l, park_ranks, below);
       }
-      park_classes[l] = cls;
       const std::vector<uint32_t>*& codes = code_fast[fast];
       if (!codes) codes = &codes_of(l, *cls);
       park_codes[l] = codes;
@@ -397,7 +436,7 @@ struct TileWorker::State {
     for (int64_t combo = 0; combo < combos; ++combo) {
       put(key);
       for (int l = 0; l < L; ++l) {
-        if (++pick[l] < park_classes[l]->size()) {
+        if (++pick[l] < park_codes[l]->size()) {
           key.o[l] = (*park_codes[l])[pick[l]];
           break;
         }
@@ -576,29 +615,329 @@ struct TileWorker::State {
       }
     }
   }
+
+  void bind(const TileSearch& search, TileSink& to) {
+    if (s == &search && sink == &to) return;
+    if (s) flush_all();
+    if (s != &search) {
+      orders.clear();
+      code_cache.clear();
+      std::fill(code_fast.begin(), code_fast.end(), nullptr);
+      std::fill(order_fast.begin(), order_fast.end(), nullptr);
+    }
+    s = &search;
+    W = static_cast<size_t>(3 * search.L * search.R);
+    max_live = kPoolWords / (kLanes * W);
+    table.assign(std::bit_ceil(2 * max_live), 0u);
+    table_mask = table.size() - 1;
+    if (!pool) pool.reset(new int32_t[kPoolWords]);
+    sink = &to;
+  }
+
+  // ---- Partial pruning (TileSearchSpec::prune_partial) ------------------------------------
+  // After levels 0..d-1 are chosen, every count of the model is, for any choice O of the levels
+  // above, (a part fixed by the inner choice) x (a part fixed by O), or a monotone function of
+  // such products, provided two inner choices agree on
+  //   - what remains of every rank (the boundary tile: outer tiles, occupancies and loop
+  //     extents are then equal), and
+  //   - per tensor, which of its inner tiles have a real loop over a rank it indexes among the
+  //     inner levels above them: a tile with one is refilled (its inner iterations) x (every
+  //     outer temporal iteration), one without (its volume) x (the outer iterations down to the
+  //     innermost outer loop over its ranks) -- a moved tile shares nothing with the previous
+  //     one when every dimension is one rank (TileSearch::partial_). The same holds for the
+  //     tile the outer levels refill (the outermost inner one, or compute).
+  // Spatial groups multiply level by level. The outputs' first-update discount subtracts
+  // (tensor volume) x (instances that share each value), whose inner part is compared too.
+  // Energy and latency (block rounding, per-instance bandwidth, the maximum over levels) are
+  // monotone in those counts, so an inner choice no worse in every one of them under one
+  // reference completion is no worse under every completion: the dominated one is dropped.
+  // Completions that stay are enumerated and evaluated as usual.
+  std::vector<int32_t> part_pool, next_pool;  // partial choices, `pstride` ints each
+  size_t pstride = 0;
+  CostResult part_cost;
+  std::vector<double> comp;
+
+  // Layout of one partial choice: per level l < s->L: t[R], x[R], y[R], keep, order code; then
+  // the remaining extent of every rank.
+  int32_t* level_slot(int32_t* p, int l) const { return p + static_cast<size_t>(l) * (3 * s->R + 2); }
+  int32_t* rem_slot(int32_t* p) const { return p + static_cast<size_t>(s->L) * (3 * s->R + 2); }
+
+  void load(int32_t* p, int d, std::array<int64_t, kMaxRanks>& rem) {
+    const int R = s->R;
+    for (int l = 0; l < d; ++l) {
+      const int32_t* q = level_slot(p, l);
+      LevelChoice& ch = chosen[l];
+      for (int r = 0; r < R; ++r) ch.t[r] = q[r], ch.x[r] = q[R + r], ch.y[r] = q[2 * R + r];
+      ch.keep = static_cast<TensorMask>(q[3 * R]);
+      fixed_code[l] = static_cast<uint32_t>(q[3 * R + 1]);
+    }
+    rem.fill(1);
+    for (int r = 0; r < R; ++r) rem[r] = rem_slot(p)[r];
+  }
+
+  void store(int32_t* p, int d, const std::array<int64_t, kMaxRanks>& rem) const {
+    const int R = s->R;
+    for (int l = 0; l < d; ++l) {
+      int32_t* q = level_slot(p, l);
+      const LevelChoice& ch = chosen[l];
+      for (int r = 0; r < R; ++r)
+        q[r] = static_cast<int32_t>(ch.t[r]), q[R + r] = static_cast<int32_t>(ch.x[r]), q[2 * R + r] = static_cast<int32_t>(ch.y[r]);
+      q[3 * R] = ch.keep;
+      q[3 * R + 1] = static_cast<int32_t>(fixed_code[l]);
+    }
+    for (int r = 0; r < R; ++r) rem_slot(p)[r] = static_cast<int32_t>(rem[r]);
+  }
+
+  // The comparison key of chosen[0..d) (see above): remaining extents, then per tensor the inner
+  // tiles refilled per outer iteration (bit l) and whether the outermost one is (bit 15).
+  using GroupKey = std::array<int64_t, kMaxRanks + kMaxTensors>;
+  struct GroupKeyHash {
+    size_t operator()(const GroupKey& k) const {
+      uint64_t h = 0x9E3779B97F4A7C15ull;
+      for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 0xFF51AFD7ED558CCDull, h ^= h >> 29;
+      return static_cast<size_t>(h);
+    }
+  };
+
+  GroupKey group_key(int d, const std::array<int64_t, kMaxRanks>& rem) const {
+    const int R = s->R, T = s->T;
+    GroupKey k{};
+    for (int r = 0; r < R; ++r) k[r] = rem[r];
+    for (int t = 0; t < T; ++t) {
+      const uint32_t ranks = s->plan_.tensors[t].relevant_ranks;
+      // loop_above[l]: a real temporal loop over the tensor's ranks at levels l+1..d-1.
+      bool loop_above = false;
+      int64_t mask = 0;
+      int outermost = -1;
+      for (int l = d - 1; l >= 0; --l) {
+        const bool kept = chosen[l].keep >> t & 1;
+        if (kept && outermost < 0) {
+          outermost = l;
+          if (loop_above) mask |= int64_t{1} << 15;
+        }
+        if (kept && loop_above) mask |= int64_t{1} << l;
+        for (int r = 0; r < R; ++r) loop_above = loop_above || ((ranks >> r & 1) && chosen[l].t[r] > 1);
+      }
+      if (outermost < 0) mask |= int64_t{1} << 15;  // compute: one fetch per operation
+      k[R + t] = mask;
+    }
+    return k;
+  }
+
+  // Fills `comp` with the comparison vector of chosen[0..d) under the reference completion: the
+  // remaining extents as temporal loops of the top level in rank order, nothing kept between.
+  // False if the model rejects it (then it is never dropped).
+  bool components(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    const int L = s->L, R = s->R, T = s->T, top = s->top;
+    const TileSearchSpec& spec = s->spec_;
+    FlatMapping fm;
+    fm.n_levels = static_cast<int8_t>(L);
+    auto add = [&](int l, int r, LoopKind k, int64_t f) {
+      if (fm.n_loops == kMaxLoops) throw InputError({}, "mapping", "more than " + std::to_string(kMaxLoops) + " loops");
+      fm.loops[fm.n_loops++] = {static_cast<int8_t>(l), static_cast<int8_t>(r), k, f};
+    };
+    for (int l = L - 1; l >= 0; --l) {
+      if (l < d) {
+        const LevelChoice& ch = chosen[l];
+        fm.keep[l] = ch.keep;
+        for (uint32_t code = fixed_code[l]; code; code >>= 4) {
+          const int r = static_cast<int>(code & 15) - 1;
+          if (ch.t[r] > 1) add(l, r, LoopKind::Temporal, ch.t[r]);
+        }
+        for (int r = 0; r < R; ++r)
+          if (ch.x[r] > 1) add(l, r, LoopKind::SpatialX, ch.x[r]);
+        for (int r = 0; r < R; ++r)
+          if (ch.y[r] > 1) add(l, r, LoopKind::SpatialY, ch.y[r]);
+      } else if (l == top) {
+        fm.keep[l] = s->keep_options[l].front();
+        for (int r = 0; r < R; ++r)
+          if (rem[r] > 1) add(l, r, LoopKind::Temporal, rem[r]);
+      } else {
+        fm.keep[l] = l > top ? s->keep_options[l].front() : TensorMask{0};
+      }
+    }
+    if (spec.onchip_backing) {
+      fm.keep[L - 1] = static_cast<TensorMask>(fm.keep[L - 1] & ~spec.onchip_backing);
+      fm.onchip_backing = spec.onchip_backing;
+    }
+    evaluate(s->relaxed_, fm, part_cost);
+    ++owner->partial_evaluated;
+    if (!part_cost.valid()) return false;
+    const CostResult& c = part_cost;
+    comp.clear();
+    for (int l = 0; l < L; ++l) {
+      const PlanLevel& lv = s->plan_.levels[l];
+      const bool per_instance = lv.block_size > 1 || lv.read_bw > 0 || lv.write_bw > 0 || lv.shared_bw > 0;
+      const double inst = static_cast<double>(std::max<int64_t>(1, c.level_instances[l]));
+      for (int t = 0; t < T; ++t) {
+        const TensorAccesses& a = c.access[l][t];
+        comp.push_back(static_cast<double>(a.reads));
+        comp.push_back(static_cast<double>(a.fills));
+        comp.push_back(static_cast<double>(a.updates));
+        if (per_instance) {
+          comp.push_back(static_cast<double>(a.reads) / inst);
+          comp.push_back(static_cast<double>(a.fills) / inst);
+          comp.push_back(static_cast<double>(a.updates) / inst);
+        }
+      }
+      if (lv.block_size > 1) comp.push_back(inst);
+    }
+    comp.push_back(c.compute_cycles);
+    for (int l = 0; l < d; ++l) comp.push_back(static_cast<double>(c.level_occupancy[l]));
+    // The outputs' first updates: more instances sharing a value (spatial loops over ranks it
+    // does not index) and more splitting it (over ranks it indexes) both discount more.
+    const int out_t = s->plan_.output;
+    if (out_t >= 0) {
+      const uint32_t ranks = s->plan_.tensors[out_t].relevant_ranks;
+      for (int l = 0; l + 1 < d; ++l) {
+        int64_t share = 1, split = 1;
+        for (int k = l + 1; k < d; ++k)
+          for (int r = 0; r < R; ++r) {
+            const int64_t f = chosen[k].x[r] * chosen[k].y[r];
+            (ranks >> r & 1 ? split : share) *= f;
+          }
+        comp.push_back(1.0 / static_cast<double>(share));
+        comp.push_back(1.0 / static_cast<double>(split));
+      }
+    }
+    return true;
+  }
+
+  // Length of the comparison vector of a partial choice of levels 0..d-1 (components()).
+  size_t comp_size(int d) const {
+    size_t D = 0;
+    for (int l = 0; l < s->L; ++l) {
+      const PlanLevel& lv = s->plan_.levels[l];
+      const bool per_instance = lv.block_size > 1 || lv.read_bw > 0 || lv.write_bw > 0 || lv.shared_bw > 0;
+      D += static_cast<size_t>(s->T) * (per_instance ? 6 : 3) + (lv.block_size > 1 ? 1 : 0);
+    }
+    D += 1 + static_cast<size_t>(d);
+    if (s->plan_.output >= 0 && d > 1) D += 2 * static_cast<size_t>(d - 1);
+    return D;
+  }
+
+  void run_partial() {
+    const int R = s->R, top = s->top;
+    pstride = static_cast<size_t>(s->L) * (3 * R + 2) + static_cast<size_t>(R);
+    part_pool.assign(pstride, 0);  // one empty partial choice
+    {
+      std::array<int64_t, kMaxRanks> rem{};
+      rem.fill(1);
+      for (int r = 0; r < R; ++r) rem[r] = s->e_.ranks[r].size;
+      store(part_pool.data(), 0, rem);
+    }
+    std::vector<double> comps;    // per stored partial choice of the next level, `D` each
+    std::vector<uint8_t> alive;
+    std::unordered_map<GroupKey, std::vector<uint32_t>, GroupKeyHash> groups;
+    std::vector<int> ranks;
+    std::array<int64_t, kMaxRanks> rem{};
+    for (int d = 0; d < top && !s->over(); ++d) {
+      next_pool.clear();
+      comps.clear();
+      alive.clear();
+      groups.clear();
+      const size_t D = comp_size(d + 1);
+      const size_t n = part_pool.size() / pstride;
+      for (size_t i = 0; i < n; ++i) {
+        load(part_pool.data() + i * pstride, d, rem);
+        uint32_t below = 0;
+        for (int l = 0; l < d; ++l) below |= chosen[l].keep;
+        std::vector<LevelChoice>& choices = scratch[d];
+        s->level_choices(d, rem, choices);
+        for (const LevelChoice& ch : choices) {
+          std::array<int64_t, kMaxRanks> rest = rem;
+          for (int r = 0; r < R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+          ranks.clear();
+          const LevelConstraints* lc = s->constraint(d);
+          if (lc && lc->order) {
+            for (int r : *lc->order)
+              if (ch.t[r] > 1) ranks.push_back(r);
+          } else {
+            for (int r = 0; r < R; ++r)
+              if (ch.t[r] > 1) ranks.push_back(r);
+          }
+          const std::vector<uint32_t>& codes = codes_of(d, order_classes(d, ranks, below));
+          for (TensorMask keep : s->keep_options[d]) {
+            chosen[d] = ch;
+            chosen[d].keep = keep;
+            if (!s->fits(chosen.data(), d)) {
+              ++owner->pruned;
+              continue;
+            }
+            for (uint32_t code : codes) {
+              fixed_code[d] = code;
+              const bool ok = components(d + 1, rest);
+              // Rejected by the model: kept on its own (never compared).
+              GroupKey key = group_key(d + 1, rest);
+              if (!ok) key[0] = -static_cast<int64_t>(alive.size()) - 1;
+              if (ok && comp.size() != D) throw std::logic_error("partial pruning: comparison vector length");
+              std::vector<uint32_t>& g = groups[key];
+              bool dropped = false;
+              if (ok)
+                for (uint32_t j : g) {
+                  const double* o = comps.data() + static_cast<size_t>(j) * D;
+                  bool le = true;
+                  for (size_t q = 0; q < D && le; ++q) le = o[q] <= comp[q];
+                  if (le) {  // dominated or equal: the earlier one stays
+                    dropped = true;
+                    break;
+                  }
+                }
+              if (dropped) {
+                ++owner->partial_dropped;
+                continue;
+              }
+              if (ok)
+                std::erase_if(g, [&](uint32_t j) {
+                  const double* o = comps.data() + static_cast<size_t>(j) * D;
+                  for (size_t q = 0; q < D; ++q)
+                    if (comp[q] > o[q]) return false;
+                  alive[j] = 0;
+                  ++owner->partial_dropped;
+                  return true;
+                });
+              const uint32_t idx = static_cast<uint32_t>(alive.size());
+              g.push_back(idx);
+              alive.push_back(1);
+              comps.resize(comps.size() + D, 0.0);
+              if (ok) std::copy(comp.begin(), comp.end(), comps.end() - static_cast<std::ptrdiff_t>(D));
+              next_pool.resize(next_pool.size() + pstride);
+              store(next_pool.data() + next_pool.size() - pstride, d + 1, rest);
+            }
+          }
+        }
+      }
+      // Survivors, in the order they were found.
+      part_pool.clear();
+      for (size_t i = 0; i < alive.size(); ++i)
+        if (alive[i]) part_pool.insert(part_pool.end(), next_pool.begin() + i * pstride, next_pool.begin() + (i + 1) * pstride);
+    }
+    // Complete every survivor: the top level and above, every order there.
+    const size_t n = part_pool.size() / pstride;
+    fixed_levels = top;
+    for (size_t i = 0; i < n && !s->over(); ++i) {
+      load(part_pool.data() + i * pstride, top, rem);
+      descend(top, rem);
+    }
+    fixed_levels = 0;
+  }
 };
 
 TileWorker::TileWorker() : st_(std::make_unique<State>()) { st_->owner = this; }
 TileWorker::~TileWorker() = default;
 
+void TileWorker::run_all(const TileSearch& s, TileSink& sink) {
+  if (!s.partial_pruning()) {
+    for (size_t i = 0; i < s.roots(); ++i) run(s, i, sink);
+    return;
+  }
+  st_->bind(s, sink);
+  if (!s.over()) st_->run_partial();
+}
+
 void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   State& st = *st_;
-  if (st.s != &s || st.sink != &sink) {
-    if (st.s) st.flush_all();
-    if (st.s != &s) {
-      st.orders.clear();
-      st.code_cache.clear();
-      std::fill(st.code_fast.begin(), st.code_fast.end(), nullptr);
-      std::fill(st.order_fast.begin(), st.order_fast.end(), nullptr);
-    }
-    st.s = &s;
-    st.W = static_cast<size_t>(3 * s.L * s.R);
-    st.max_live = kPoolWords / (kLanes * st.W);
-    st.table.assign(std::bit_ceil(2 * st.max_live), 0u);
-    st.table_mask = st.table.size() - 1;
-    if (!st.pool) st.pool.reset(new int32_t[kPoolWords]);
-    st.sink = &sink;
-  }
+  st.bind(s, sink);
   if (s.over()) return;
   const LevelChoice& root = s.roots_[i];
   st.chosen[0] = root;

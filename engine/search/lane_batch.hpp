@@ -36,6 +36,13 @@ struct TileSearchSpec {
   // when supports are many and sparse (small tiles, FFM contexts); costs wider structures. Used
   // only when the loops fit kMaxLoops.
   bool merge_supports = false;
+  // Exact pruning of partial choices, level by level below the top (TCM's idea, FFM section 6.1;
+  // docs/mapper.md, "Partial pruning"): choices of the inner levels that the outer levels cannot
+  // tell apart (same remaining rank extents, same reuse pattern per kept tile) are compared on
+  // every access count, per-instance count, compute step and occupancy, and the dominated ones are
+  // dropped before any outer level is enumerated. Used by TileWorker::run_all when the Einsum
+  // qualifies (TileSearch::partial_pruning()): merged supports, every tensor dimension one rank.
+  bool prune_partial = false;
   int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;
@@ -86,6 +93,9 @@ class TileSearch {
   const Einsum& einsum() const { return e_; }
   int levels() const { return L; }
   bool over() const { return over_->load(std::memory_order_relaxed); }
+  // Whether TileWorker::run_all prunes partial choices (TileSearchSpec::prune_partial and the
+  // Einsum qualifies).
+  bool partial_pruning() const { return partial_; }
 
  private:
   friend class TileWorker;
@@ -111,6 +121,11 @@ class TileSearch {
   // lanes to the scalar multicast count); 0 = the choice's own spatial ranks.
   std::array<uint32_t, kMaxLevels> always_x{}, always_y{};
   bool merge = false;
+  bool partial_ = false;
+  // The plan partial choices are compared with: no capacity, fan-out minimum or must-keep rule
+  // (decided elsewhere), and output fills counted before the first-update discount, so that every
+  // count is a product of an inner and an outer part (lane_batch.cpp, "Partial pruning").
+  EvalPlan relaxed_;
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
   std::atomic<int64_t>* budget_;
@@ -133,9 +148,13 @@ class TileWorker {
   // Enumerates everything above root `i` of `s`, parking complete choices; full buckets are
   // evaluated and handed to `sink`.
   void run(const TileSearch& s, size_t i, TileSink& sink);
+  // Every root of `s`: with partial pruning (TileSearch::partial_pruning) level by level, else
+  // run() per root. Parked choices may remain: call finish().
+  void run_all(const TileSearch& s, TileSink& sink);
   // Evaluates every parked choice (call once a thread is done).
   void finish();
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
+  int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
 
  private:
   struct State;

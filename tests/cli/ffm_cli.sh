@@ -50,12 +50,13 @@ expect_error "tensor 'W0' is not exchanged.*no Einsum produces it" --workload "$
 # A core whose outermost level is bounded and smaller than a tensor: no level can hold it.
 sed 's/^energy_pj = 100$/energy_pj = 100\nentries = 8/' "$tmp/arch.toml" >"$tmp/small.toml"
 expect_error "tensor 'T0'.*16 words do not fit any level" --workload "$tmp/chain3.toml" --arch "$tmp/small.toml"
-# Every intermediate forced into a 4-word buffer (backs_intermediates): no fused mapping exists;
-# exit 1, saying where the join ends empty.
-sed 's/^entries = 64$/entries = 4\nbacks_intermediates = true/' "$tmp/arch.toml" >"$tmp/tiny.toml"
-grep -q "backs_intermediates" "$tmp/tiny.toml"
+# Every intermediate forced on chip (--must-fuse others) with a 4-word Buffer and a 1-word Reg:
+# MM1's T1 and T2 tiles (4 words each: the shared loops can only split M) fit neither, so no
+# fused mapping exists; exit 1, saying where the join ends empty.
+sed 's/^entries = 64$/entries = 4/; s/^entries = 8$/entries = 1/' "$tmp/arch.toml" >"$tmp/tiny.toml"
+grep -q "^entries = 4$" "$tmp/tiny.toml" && grep -q "^entries = 1$" "$tmp/tiny.toml"
 set +e
-"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/tiny.toml" >"$tmp/out" 2>&1; rc=$?
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/tiny.toml" --must-fuse others >"$tmp/out" 2>&1; rc=$?
 set -e
 [ "$rc" -eq 1 ] || { echo "exit $rc, expected 1"; cat "$tmp/out"; exit 1; }
 grep -q "no fused mapping fits core" "$tmp/out" && grep -q "the join ends empty at Einsum 'MM0'" "$tmp/out" || { cat "$tmp/out"; exit 1; }

@@ -55,14 +55,14 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
     out.push_back(u);
   }
   if (!o.allow_fusion || inter.empty()) return out;
-  // A level that backs every intermediate (Level::backs_intermediates): only the context with all
-  // of them on chip there.
+  // A level that backs every on-chip intermediate (Level::backs_intermediates, AccelForge's
+  // MainMemory `keep: ~Intermediates, may_keep: All` over a level keeping `~MainMemory.tensors`):
+  // an intermediate goes through DRAM or is backed there, at no other level.
   int forced = -1;
   for (int l = 0; l < L - 1; ++l)
     if (c.levels[l].backs_intermediates) forced = l;
-  if (forced >= 0) out.clear();
   const int n_inter = static_cast<int>(inter.size());
-  for (int subset = forced >= 0 ? (1 << n_inter) - 1 : 1; subset < (1 << n_inter); ++subset) {
+  for (int subset = 1; subset < (1 << n_inter); ++subset) {
     TensorMask onchip = 0;
     for (int k = 0; k < n_inter; ++k)
       if (subset >> k & 1) onchip |= static_cast<TensorMask>(1u << inter[k].first);
@@ -500,6 +500,10 @@ struct PmappingSink final : TileSink {
 
 }  // namespace
 
+namespace {
+constexpr uint32_t kAllRoots = ~uint32_t{0};  // work item: a whole search (TileWorker::run_all)
+}  // namespace
+
 EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
                                    std::vector<PmappingContext> contexts) {
   const Einsum& e = w.einsums[ei];
@@ -532,19 +536,23 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     spec.prune = o.prune;
     spec.reduce_orders = o.reduce_orders;
     spec.merge_supports = true;
+    spec.prune_partial = o.prune_partial;
     spec.max_evaluations = o.max_evaluations;
     spec.budget = &budget;
     spec.over = &over;
     searches.push_back(std::make_unique<TileSearch>(tiles.back(), c, space, spec));
-    for (size_t i = 0; i < searches.back()->roots(); ++i)
-      items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
+    if (searches.back()->partial_pruning())  // one item: the levels are pruned in turn
+      items.emplace_back(static_cast<uint32_t>(k), kAllRoots);
+    else
+      for (size_t i = 0; i < searches.back()->roots(); ++i)
+        items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
   }
   const int threads = omp_get_max_threads();
   // Sinks per thread and context, made when a thread first works on the context.
   std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
   for (auto& v : sinks) v.resize(K);
-  int64_t evaluated = 0, pruned = 0, lane_calls = 0;
-#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls)
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0, partial_evaluated = 0, partial_dropped = 0;
+#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, partial_evaluated, partial_dropped)
   {
     auto& mine = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
@@ -552,12 +560,15 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     for (int64_t n = 0; n < static_cast<int64_t>(items.size()); ++n) {
       const auto [k, i] = items[static_cast<size_t>(n)];
       if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
-      worker.run(*searches[k], i, *mine[k]);
+      if (i == kAllRoots) worker.run_all(*searches[k], *mine[k]);
+      else worker.run(*searches[k], i, *mine[k]);
     }
     worker.finish();
     evaluated += worker.evaluated;
     pruned += worker.pruned;
     lane_calls += worker.lane_calls;
+    partial_evaluated += worker.partial_evaluated;
+    partial_dropped += worker.partial_dropped;
   }
   if (over.load())
     throw InputError({}, "ffm", "Einsum '" + e.name + "' has more than " + std::to_string(o.max_evaluations) +
@@ -565,6 +576,8 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   out.evaluated = evaluated;
   out.capacity_pruned = pruned;
   out.lane_calls = lane_calls;
+  out.partial_evaluated = partial_evaluated;
+  out.partial_dropped = partial_dropped;
   for (size_t k = 0; k < K; ++k) {
     PmappingSink merged(tiles[k], c, out.contexts[k], tracked, o.prune);
     for (auto& v : sinks)

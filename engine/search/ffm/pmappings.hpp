@@ -50,6 +50,8 @@ struct PmappingOptions {
   bool explore_orders = true;  // every temporal loop order per level; false: rank order only
   bool reduce_orders = true;   // one order per class of orders with equal reuse (exact; false: testing)
   bool prune = true;           // capacity pruning while enumerating and Pareto pruning per context
+  bool prune_partial = true;   // with prune: exact pruning of partial tile choices level by level
+                               // (TileSearchSpec::prune_partial; false: testing)
   bool allow_fusion = true;    // false: only the unfused context
   int64_t max_evaluations = 0; // InputError beyond this many evaluations per Einsum; 0 = no limit
 };
@@ -62,6 +64,8 @@ struct EinsumPmappings {
   int64_t capacity_pruned = 0;  // partial tile mappings cut at a full level
   int64_t kept = 0;             // after Pareto pruning
   int64_t lane_calls = 0;       // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
+  int64_t partial_evaluated = 0;  // partial tile choices compared (TileSearchSpec::prune_partial)
+  int64_t partial_dropped = 0;    // ... and dropped as dominated
   int reused_from = -1;         // >= 0: copied from this Einsum's (ffm_search; nothing evaluated here)
 };
 
