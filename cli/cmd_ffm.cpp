@@ -39,7 +39,7 @@ Command add_ffm_command(CLI::App& app) {
   struct Options {
     std::string arch = "tpuv4i", workload, objective = "edp";
     ZooParams zoo;
-    bool no_fusion = false, json = false, front = false;
+    bool no_fusion = false, json = false, front = false, no_partial = false;
     std::vector<std::string> must_fuse, must_not_fuse;
     int64_t max_memory_mib = 0;
     double epsilon = 0;
@@ -59,6 +59,8 @@ Command add_ffm_command(CLI::App& app) {
   cmd->add_option("--epsilon", o->epsilon,
                   "epsilon pruning with two joins (dirty on a (1+epsilon) log grid, then exact); 0 = one exact join")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-partial-pruning", o->no_partial,
+                "enumerate every tile choice without comparing partial ones first (exact either way; for measuring)");
   cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
   cmd->add_flag("--json", o->json, "print the result as JSON");
   return {cmd, [o]() {
@@ -68,6 +70,7 @@ Command add_ffm_command(CLI::App& app) {
             check_ffm_input(w, core, !o->no_fusion);
             ffm::FfmOptions opt;
             opt.pmappings.allow_fusion = !o->no_fusion;
+            opt.pmappings.prune_partial = !o->no_partial;
             opt.must_not_fuse = ffm_tensor_indices(w, o->must_not_fuse, "--must-not-fuse");
             opt.must_fuse = o->must_fuse == std::vector<std::string>{"others"}
                                 ? other_intermediates(w, opt.must_not_fuse)
@@ -103,6 +106,7 @@ Command add_ffm_command(CLI::App& app) {
               for (const auto& p : r.pmappings)
                 j["einsums"].push_back({{"name", w.einsums[p.einsum].name}, {"contexts", p.contexts.size()},
                                         {"evaluated", p.evaluated}, {"kept", p.kept},
+                                        {"partial_compared", p.partial_evaluated}, {"partial_dropped", p.partial_dropped},
                                         {"reused_from", p.reused_from >= 0 ? nlohmann::json(w.einsums[p.reused_from].name) : nlohmann::json()}});
               j["pmappings_evaluated"] = evaluated;
               j["pmappings_kept"] = kept;

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -832,6 +830,8 @@ struct TileWorker::State {
     std::vector<int> ranks;
     std::array<int64_t, kMaxRanks> rem{};
     for (int d = 0; d < top && !s->over(); ++d) {
+      int64_t rejected = 0;  // choices the model rejects, each in a group of its own
+      size_t dead = 0;       // dropped after they were stored
       next_pool.clear();
       comps.clear();
       alive.clear();
@@ -869,7 +869,7 @@ struct TileWorker::State {
               const bool ok = components(d + 1, rest);
               // Rejected by the model: kept on its own (never compared).
               GroupKey key = group_key(d + 1, rest);
-              if (!ok) key[0] = -static_cast<int64_t>(alive.size()) - 1;
+              if (!ok) key[0] = -(++rejected);
               if (ok && comp.size() != D) throw std::logic_error("partial pruning: comparison vector length");
               std::vector<uint32_t>& g = groups[key];
               bool dropped = false;
@@ -893,6 +893,7 @@ struct TileWorker::State {
                   for (size_t q = 0; q < D; ++q)
                     if (comp[q] > o[q]) return false;
                   alive[j] = 0;
+                  ++dead;
                   ++owner->partial_dropped;
                   return true;
                 });
@@ -903,6 +904,26 @@ struct TileWorker::State {
               if (ok) std::copy(comp.begin(), comp.end(), comps.end() - static_cast<std::ptrdiff_t>(D));
               next_pool.resize(next_pool.size() + pstride);
               store(next_pool.data() + next_pool.size() - pstride, d + 1, rest);
+              if (dead > 65536 && 2 * dead > alive.size()) {  // reclaim the dropped ones' rows
+                std::vector<uint32_t> to(alive.size());
+                uint32_t m = 0;
+                for (size_t j = 0; j < alive.size(); ++j) {
+                  if (!alive[j]) continue;
+                  to[j] = m;
+                  if (m != j) {
+                    std::copy_n(comps.begin() + static_cast<std::ptrdiff_t>(j * D), D, comps.begin() + static_cast<std::ptrdiff_t>(m * D));
+                    std::copy_n(next_pool.begin() + static_cast<std::ptrdiff_t>(j * pstride), pstride,
+                                next_pool.begin() + static_cast<std::ptrdiff_t>(size_t{m} * pstride));
+                  }
+                  ++m;
+                }
+                alive.assign(m, 1);
+                comps.resize(size_t{m} * D);
+                next_pool.resize(size_t{m} * pstride);
+                for (auto& [gk, members] : groups)
+                  for (uint32_t& j : members) j = to[j];
+                dead = 0;
+              }
             }
           }
         }
