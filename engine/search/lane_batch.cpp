@@ -102,6 +102,14 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
         if (c.levels[l].must_keep & role_bit(e.tensors[t].role)) must |= static_cast<TensorMask>(1u << t);
     std::erase_if(keep_options[l], [&](TensorMask m) { return (m & must) != must; });
   }
+  if (spec.merge_passthrough)
+    for (int l = 0; l < top && l + 1 < L; ++l) {
+      const LevelConstraints* above = constraint(l + 1);
+      // A fixed order above could not place the merged loops where the split ones were.
+      bool ok = !(above && above->order) && x_ok[l + 1] == 0 && y_ok[l + 1] == 0 && !(b >= 0 && l >= b);
+      for (int r = 0; r < R && ok; ++r) ok = t_min[l][r] == 1 && t_max[l + 1][r] == e.ranks[r].size;
+      passthrough[l] = ok;
+    }
   if (spec.merge_supports) {
     int loops = 0;
     for (int l = 0; l <= top && l < L; ++l) {
@@ -128,7 +136,7 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
       if (safe) always_x[l] = x_ok[l], always_y[l] = y_ok[l];
     }
   }
-  if (spec.prune_partial && spec.prune && merge && top > 0) {
+  if (spec.prune_partial && spec.prune && merge && top > 1) {  // levels 0..top-2 are compared (run_partial)
     // Every dimension one rank with coefficient 1, no rank twice in a tensor: a tile moved by a
     // loop over a rank it indexes shares nothing with the previous one, which is what makes the
     // counts split into inner and outer parts.
@@ -152,8 +160,9 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
   level_choices(0, remaining, first);
   for (const LevelChoice& ch : first)
     for (TensorMask keep : keep_options[0]) {
-      roots_.push_back(ch);
-      roots_.back().keep = keep;
+      LevelChoice root = ch;
+      root.keep = keep;
+      if (admissible(root, 0)) roots_.push_back(root);
     }
 }
 
@@ -605,6 +614,7 @@ struct TileWorker::State {
       for (TensorMask keep : s->keep_options[l]) {
         chosen[l] = ch;
         chosen[l].keep = keep;
+        if (!s->admissible(chosen[l], l)) continue;
         if (s->spec_.prune && !s->fits(chosen.data(), l)) {
           ++owner->pruned;
           continue;
@@ -614,8 +624,9 @@ struct TileWorker::State {
     }
   }
 
-  void bind(const TileSearch& search, TileSink& to) {
-    if (s == &search && sink == &to) return;
+  // `to` may be null while nothing is parked (partial pruning evaluates no lanes).
+  void bind(const TileSearch& search, TileSink* to) {
+    if (s == &search && sink == to) return;
     if (s) flush_all();
     if (s != &search) {
       orders.clear();
@@ -629,7 +640,7 @@ struct TileWorker::State {
     table.assign(std::bit_ceil(2 * max_live), 0u);
     table_mask = table.size() - 1;
     if (!pool) pool.reset(new int32_t[kPoolWords]);
-    sink = &to;
+    sink = to;
   }
 
   // ---- Partial pruning (TileSearchSpec::prune_partial) ------------------------------------
@@ -814,7 +825,8 @@ struct TileWorker::State {
     return D;
   }
 
-  void run_partial() {
+  // Levels 0..top-2 chosen and pruned; the survivors go to `out`.
+  void prune_levels(PartialChoices& out) {
     const int R = s->R, top = s->top;
     pstride = static_cast<size_t>(s->L) * (3 * R + 2) + static_cast<size_t>(R);
     part_pool.assign(pstride, 0);  // one empty partial choice
@@ -829,7 +841,12 @@ struct TileWorker::State {
     std::unordered_map<GroupKey, std::vector<uint32_t>, GroupKeyHash> groups;
     std::vector<int> ranks;
     std::array<int64_t, kMaxRanks> rem{};
-    for (int d = 0; d < top && !s->over(); ++d) {
+    // The level just below the top is chosen without comparisons: its partial choices differ from
+    // complete ones only by the top level's loop order, so comparing them (one scalar evaluation
+    // and a group lookup each) costs as much as evaluating their completions in lanes; measured
+    // 1.0x (gemmini_default, ffm_edge) to 6.7x (accelforge_tpu_v4i) faster on matmul_chain_2.
+    const int stop = top - 1;
+    for (int d = 0; d < stop && !s->over(); ++d) {
       int64_t rejected = 0;  // choices the model rejects, each in a group of its own
       size_t dead = 0;       // dropped after they were stored
       next_pool.clear();
@@ -860,6 +877,7 @@ struct TileWorker::State {
           for (TensorMask keep : s->keep_options[d]) {
             chosen[d] = ch;
             chosen[d].keep = keep;
+            if (!s->admissible(chosen[d], d)) continue;
             if (!s->fits(chosen.data(), d)) {
               ++owner->pruned;
               continue;
@@ -933,12 +951,21 @@ struct TileWorker::State {
       for (size_t i = 0; i < alive.size(); ++i)
         if (alive[i]) part_pool.insert(part_pool.end(), next_pool.begin() + i * pstride, next_pool.begin() + (i + 1) * pstride);
     }
-    // Complete every survivor: the top level and above, every order there.
-    const size_t n = part_pool.size() / pstride;
-    fixed_levels = top;
-    for (size_t i = 0; i < n && !s->over(); ++i) {
-      load(part_pool.data() + i * pstride, top, rem);
-      descend(top, rem);
+    out.levels = stop;
+    out.stride = pstride;
+    out.rows.swap(part_pool);
+  }
+
+  // Survivors [begin, end) completed: every choice of the levels above them, every order there.
+  void complete(const PartialChoices& p, size_t begin, size_t end) {
+    pstride = p.stride;
+    fixed_levels = p.levels;
+    std::array<int64_t, kMaxRanks> rem{};
+    std::vector<int32_t> row(pstride);
+    for (size_t i = begin; i < end && !s->over(); ++i) {
+      std::copy_n(p.rows.begin() + static_cast<std::ptrdiff_t>(i * pstride), pstride, row.begin());
+      load(row.data(), p.levels, rem);
+      descend(p.levels, rem);
     }
     fixed_levels = 0;
   }
@@ -952,13 +979,26 @@ void TileWorker::run_all(const TileSearch& s, TileSink& sink) {
     for (size_t i = 0; i < s.roots(); ++i) run(s, i, sink);
     return;
   }
-  st_->bind(s, sink);
-  if (!s.over()) st_->run_partial();
+  PartialChoices p;
+  prune(s, p);
+  complete(s, p, 0, p.size(), sink);
+}
+
+void TileWorker::prune(const TileSearch& s, PartialChoices& out) {
+  if (!s.partial_pruning()) throw std::logic_error("TileWorker::prune: the search has no partial pruning");
+  st_->bind(s, nullptr);
+  out = {};
+  if (!s.over()) st_->prune_levels(out);
+}
+
+void TileWorker::complete(const TileSearch& s, const PartialChoices& p, size_t begin, size_t end, TileSink& sink) {
+  st_->bind(s, &sink);
+  if (!s.over()) st_->complete(p, begin, std::min(end, p.size()));
 }
 
 void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   State& st = *st_;
-  st.bind(s, sink);
+  st.bind(s, &sink);
   if (s.over()) return;
   const LevelChoice& root = s.roots_[i];
   st.chosen[0] = root;

@@ -36,13 +36,21 @@ struct TileSearchSpec {
   // when supports are many and sparse (small tiles, FFM contexts); costs wider structures. Used
   // only when the loops fit kMaxLoops.
   bool merge_supports = false;
-  // Exact pruning of partial choices, level by level below the top (TCM's idea, FFM section 6.1;
+  // Exact pruning of partial choices, level by level up to two below the top (TCM's idea, FFM section 6.1;
   // docs/mapper.md, "Partial pruning"): choices of the inner levels that the outer levels cannot
   // tell apart (same remaining rank extents, same reuse pattern per kept tile) are compared on
   // every access count, per-instance count, compute step and occupancy, and the dominated ones are
   // dropped before any outer level is enumerated. Used by TileWorker::run_all when the Einsum
   // qualifies (TileSearch::partial_pruning()): merged supports, every tensor dimension one rank.
   bool prune_partial = false;
+  // A level that keeps no tensor is no storage boundary: its temporal loops and those of the level
+  // above it form one nest, in which a rank split over both is never better than the rank's whole
+  // factor at its inner place (every tensor's innermost run of loops over ranks it does not index
+  // can only grow). So when the level above has no fan-out and no constraint, such a level's
+  // temporal factors are all 1 and the level above takes them: LoopTree's one loop per rank
+  // between storage nodes. Cuts the splits that differ only in which side of an empty level a
+  // factor sits (docs/mapper.md, "Pass-through levels").
+  bool merge_passthrough = false;
   int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;
@@ -82,6 +90,17 @@ class TileSink {
 
 class TileWorker;
 
+// Choices of the inner levels that survive partial pruning (TileWorker::prune): `levels` levels
+// fixed per row, `stride` ints per row (factors, kept tensors, order class per level, then what
+// remains of every rank). Completing disjoint ranges of rows on several workers enumerates the
+// search's remaining mappings once.
+struct PartialChoices {
+  int levels = 0;
+  size_t stride = 0;
+  std::vector<int32_t> rows;
+  size_t size() const { return stride ? rows.size() / stride : 0; }
+};
+
 class TileSearch {
  public:
   TileSearch(const Einsum& e, const Core& c, const Mapspace& space, const TileSearchSpec& spec);
@@ -116,6 +135,8 @@ class TileSearch {
   std::vector<std::vector<TensorMask>> keep_options;
   std::vector<LevelChoice> roots_;
   std::array<uint32_t, kMaxLevels> loopable{};  // per level: ranks it may iterate (merged mode)
+  // Per level: keeping nothing, its temporal factors must be 1 (TileSearchSpec::merge_passthrough).
+  std::array<bool, kMaxLevels> passthrough{};
   // Merged mode: per level, the spatial loops always present (factor 1 = none), when adding them
   // makes no tensor dimension move under two spatial loops of the level (which would send the
   // lanes to the scalar multicast count); 0 = the choice's own spatial ranks.
@@ -138,6 +159,13 @@ class TileSearch {
   std::vector<int> order_signature(const std::vector<int>& order, uint32_t below) const;
   void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out) const;
   bool fits(const LevelChoice* chosen, int l) const;
+  // False for a choice merge_passthrough leaves to the level above (keeps nothing, iterates).
+  bool admissible(const LevelChoice& ch, int l) const {
+    if (!passthrough[l] || ch.keep) return true;
+    for (int r = 0; r < R; ++r)
+      if (ch.t[r] > 1) return false;
+    return true;
+  }
 };
 
 // A thread's buckets and caches. Feeding it roots of another search first flushes what it holds.
@@ -151,6 +179,10 @@ class TileWorker {
   // Every root of `s`: with partial pruning (TileSearch::partial_pruning) level by level, else
   // run() per root. Parked choices may remain: call finish().
   void run_all(const TileSearch& s, TileSink& sink);
+  // run_all in two steps that several workers can share: the pruned inner levels (one worker;
+  // requires partial_pruning()), then rows [begin, end) completed into `sink`.
+  void prune(const TileSearch& s, PartialChoices& out);
+  void complete(const TileSearch& s, const PartialChoices& p, size_t begin, size_t end, TileSink& sink);
   // Evaluates every parked choice (call once a thread is done).
   void finish();
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;

@@ -1,7 +1,9 @@
 // Partial pruning (TileSearchSpec::prune_partial, docs/mapper.md "Partial pruning") drops inner
-// tile choices before the outer levels are enumerated. It must be exact: every context's Pareto
-// front is the same, value for value, with and without it, on architectures whose levels have
-// block sizes, per-instance bandwidths, fan-outs, bypasses and fused contexts.
+// tile choices before the outer levels are enumerated; pass-through merging
+// (TileSearchSpec::merge_passthrough) leaves the loops of a level that keeps nothing to the level
+// above. Both must be exact: every context's Pareto front is the same, value for value, with
+// either, both and neither, on architectures whose levels have block sizes, per-instance
+// bandwidths, fan-outs, bypasses and fused contexts.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -28,27 +30,38 @@ Workload chain(int64_t M, const std::vector<std::pair<int64_t, int64_t>>& nk) {
 }
 
 struct Counts {
-  int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0;
+  int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0, merged = 0;
 };
+
+using Front = std::vector<Criteria>;
 
 void check_exact(const Workload& w, const Core& c, Counts& n) {
   for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
-    PmappingOptions on, off;
+    PmappingOptions on, off, merge_only;
     off.prune_partial = false;
+    off.merge_passthrough = false;
+    merge_only.prune_partial = false;
     const std::vector<PmappingContext> ctx = make_contexts(w, i, c, on);
     const EinsumPmappings a = generate_pmappings(w, i, c, on, ctx);
     const EinsumPmappings b = generate_pmappings(w, i, c, off, ctx);
+    const EinsumPmappings m = generate_pmappings(w, i, c, merge_only, ctx);
     CHECK(b.partial_evaluated == 0);
     n.with += a.evaluated;
     n.without += b.evaluated;
+    n.merged += m.evaluated;
     n.dropped += a.partial_dropped;
     REQUIRE(a.pmappings.size() == b.pmappings.size());
+    REQUIRE(m.pmappings.size() == b.pmappings.size());
+    auto front = [](const std::vector<Pmapping>& list) {
+      Front f;
+      for (const Pmapping& p : list) f.emplace_back(p.energy_pj, p.cycles, p.own);
+      return f;
+    };
     for (size_t k = 0; k < ctx.size(); ++k) {
-      std::vector<Criteria> x, y;
-      for (const Pmapping& p : a.pmappings[k]) x.emplace_back(p.energy_pj, p.cycles, p.own);
-      for (const Pmapping& p : b.pmappings[k]) y.emplace_back(p.energy_pj, p.cycles, p.own);
+      const Front y = front(b.pmappings[k]);
       INFO(c.name << " Einsum " << w.einsums[i].name << " context " << k);
-      CHECK(x == y);
+      CHECK(front(a.pmappings[k]) == y);
+      CHECK(front(m.pmappings[k]) == y);
       n.fronts += !y.empty();
       n.points += static_cast<int64_t>(y.size());
     }
@@ -57,7 +70,7 @@ void check_exact(const Workload& w, const Core& c, Counts& n) {
 
 }  // namespace
 
-TEST_CASE("ffm: partial pruning keeps every pmapping front exactly") {
+TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping front exactly") {
   // Shapes with several divisors per rank so that many inner choices share a boundary tile.
   const Workload w = chain(16, {{8, 8}, {16, 8}});
   // Block sizes above one; every level may keep every tensor, so the unpruned space is large.
@@ -69,12 +82,15 @@ TEST_CASE("ffm: partial pruning keeps every pmapping front exactly") {
     const Core& c = test::preset_core(arch);
     Counts m;
     check_exact(arch == "timeloop_conv1d_3level_spatial" ? small : w, c, m);
-    MESSAGE(arch << ": " << m.fronts << " fronts, " << m.points << " points; evaluated " << m.with << " with partial pruning, "
-                 << m.without << " without; " << m.dropped << " partial choices dropped");
-    n.fronts += m.fronts, n.points += m.points, n.with += m.with, n.without += m.without, n.dropped += m.dropped;
+    MESSAGE(arch << ": " << m.fronts << " fronts, " << m.points << " points; evaluated " << m.with
+                 << " with partial pruning and merging, " << m.merged << " with merging only, " << m.without
+                 << " with neither; " << m.dropped << " partial choices dropped");
+    n.fronts += m.fronts, n.points += m.points, n.with += m.with, n.without += m.without, n.dropped += m.dropped,
+        n.merged += m.merged;
   }
   CHECK(n.fronts > 20);
   // The pruning must do something, or this test compares a search with itself.
   CHECK(n.dropped > 0);
   CHECK(n.with < n.without);
+  CHECK(n.merged < n.without);
 }

@@ -501,7 +501,9 @@ struct PmappingSink final : TileSink {
 }  // namespace
 
 namespace {
-constexpr uint32_t kAllRoots = ~uint32_t{0};  // work item: a whole search (TileWorker::run_all)
+// Rows of pruned partial choices completed per work item: a context's completions are shared by
+// the threads (its pruning is one thread's).
+constexpr size_t kRowsPerItem = 64;
 }  // namespace
 
 EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
@@ -525,7 +527,8 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   std::vector<Einsum> tiles;
   tiles.reserve(K);
   std::vector<std::unique_ptr<TileSearch>> searches;
-  std::vector<std::pair<uint32_t, uint32_t>> items;  // (context, root)
+  std::vector<std::pair<uint32_t, uint32_t>> items;  // (context, root or partial row block)
+  std::vector<size_t> partial;                      // contexts pruned level by level
   for (size_t k = 0; k < K; ++k) {
     const PmappingContext& ctx = out.contexts[k];
     tiles.push_back(tile_einsum(e, ctx.shared));
@@ -537,12 +540,13 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     spec.reduce_orders = o.reduce_orders;
     spec.merge_supports = true;
     spec.prune_partial = o.prune_partial;
+    spec.merge_passthrough = o.merge_passthrough && o.prune;
     spec.max_evaluations = o.max_evaluations;
     spec.budget = &budget;
     spec.over = &over;
     searches.push_back(std::make_unique<TileSearch>(tiles.back(), c, space, spec));
-    if (searches.back()->partial_pruning())  // one item: the levels are pruned in turn
-      items.emplace_back(static_cast<uint32_t>(k), kAllRoots);
+    if (searches.back()->partial_pruning())  // items once its inner levels are pruned
+      partial.push_back(k);
     else
       for (size_t i = 0; i < searches.back()->roots(); ++i)
         items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
@@ -552,16 +556,28 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
   for (auto& v : sinks) v.resize(K);
   int64_t evaluated = 0, pruned = 0, lane_calls = 0, partial_evaluated = 0, partial_dropped = 0;
+  std::vector<PartialChoices> survivors(K);
 #pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, partial_evaluated, partial_dropped)
   {
     auto& mine = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t n = 0; n < static_cast<int64_t>(partial.size()); ++n) {
+      const size_t k = partial[static_cast<size_t>(n)];
+      worker.prune(*searches[k], survivors[k]);
+    }
+#pragma omp single
+    for (size_t k : partial)
+      for (size_t i = 0; i < survivors[k].size(); i += kRowsPerItem)
+        items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i / kRowsPerItem));
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t n = 0; n < static_cast<int64_t>(items.size()); ++n) {
       const auto [k, i] = items[static_cast<size_t>(n)];
       if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
-      if (i == kAllRoots) worker.run_all(*searches[k], *mine[k]);
-      else worker.run(*searches[k], i, *mine[k]);
+      if (searches[k]->partial_pruning())
+        worker.complete(*searches[k], survivors[k], size_t{i} * kRowsPerItem, (size_t{i} + 1) * kRowsPerItem, *mine[k]);
+      else
+        worker.run(*searches[k], i, *mine[k]);
     }
     worker.finish();
     evaluated += worker.evaluated;
