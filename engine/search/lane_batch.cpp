@@ -670,8 +670,10 @@ struct TileWorker::State {
   // the remaining extent of every rank.
   int32_t* level_slot(int32_t* p, int l) const { return p + static_cast<size_t>(l) * (3 * s->R + 2); }
   int32_t* rem_slot(int32_t* p) const { return p + static_cast<size_t>(s->L) * (3 * s->R + 2); }
+  const int32_t* level_slot(const int32_t* p, int l) const { return p + static_cast<size_t>(l) * (3 * s->R + 2); }
+  const int32_t* rem_slot(const int32_t* p) const { return p + static_cast<size_t>(s->L) * (3 * s->R + 2); }
 
-  void load(int32_t* p, int d, std::array<int64_t, kMaxRanks>& rem) {
+  void load(const int32_t* p, int d, std::array<int64_t, kMaxRanks>& rem) {
     const int R = s->R;
     for (int l = 0; l < d; ++l) {
       const int32_t* q = level_slot(p, l);
@@ -825,6 +827,143 @@ struct TileWorker::State {
     return D;
   }
 
+  std::vector<double> comps;  // per stored partial choice of the next level, `D` each
+  std::vector<uint8_t> alive;
+  std::unordered_map<GroupKey, std::vector<uint32_t>, GroupKeyHash> groups;
+  std::vector<int> top_ranks;
+
+  // Loop-order classes of the top level over the ranks it still iterates, given the tensors the
+  // chosen levels below it keep (chosen[0..top)).
+  size_t top_orders(const std::array<int64_t, kMaxRanks>& rest) {
+    const int top = s->top;
+    uint32_t below = 0;
+    for (int l = 0; l < top; ++l) below |= chosen[l].keep;
+    std::vector<int>& ranks = top_ranks;
+    ranks.clear();
+    const LevelConstraints* lc = s->constraint(top);
+    if (lc && lc->order) {
+      for (int r : *lc->order)
+        if (rest[r] > 1) ranks.push_back(r);
+    } else {
+      for (int r = 0; r < s->R; ++r)
+        if (rest[r] > 1) ranks.push_back(r);
+    }
+    return order_classes(top, ranks, below).size();
+  }
+
+  // Extends `n` rows (levels 0..d-1 chosen) by every choice of level d; the choices that another
+  // one of their group dominates are dropped, the survivors left in next_pool where alive[i].
+  // `last` (d = top - 1, a sink bound): choices with fewer top-level order classes than
+  // TileSearchSpec::last_level_min_orders are completed at once instead.
+  void extend_level(int d, const int32_t* rows, size_t n, bool last) {
+    const int R = s->R;
+    std::vector<int> ranks;
+    std::array<int64_t, kMaxRanks> rem{};
+    int64_t rejected = 0;  // choices the model rejects, each in a group of its own
+    size_t dead = 0;       // dropped after they were stored
+    next_pool.clear();
+    comps.clear();
+    alive.clear();
+    groups.clear();
+    const size_t D = comp_size(d + 1);
+    for (size_t i = 0; i < n; ++i) {
+      load(rows + i * pstride, d, rem);
+      uint32_t below = 0;
+      for (int l = 0; l < d; ++l) below |= chosen[l].keep;
+      std::vector<LevelChoice>& choices = scratch[d];
+      s->level_choices(d, rem, choices);
+      for (const LevelChoice& ch : choices) {
+        std::array<int64_t, kMaxRanks> rest = rem;
+        for (int r = 0; r < R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+        ranks.clear();
+        const LevelConstraints* lc = s->constraint(d);
+        if (lc && lc->order) {
+          for (int r : *lc->order)
+            if (ch.t[r] > 1) ranks.push_back(r);
+        } else {
+          for (int r = 0; r < R; ++r)
+            if (ch.t[r] > 1) ranks.push_back(r);
+        }
+        const std::vector<uint32_t>& codes = codes_of(d, order_classes(d, ranks, below));
+        for (TensorMask keep : s->keep_options[d]) {
+          chosen[d] = ch;
+          chosen[d].keep = keep;
+          if (!s->admissible(chosen[d], d)) continue;
+          if (!s->fits(chosen.data(), d)) {
+            ++owner->pruned;
+            continue;
+          }
+          const bool compare = !last || top_orders(rest) >= s->spec_.last_level_min_orders;
+          for (uint32_t code : codes) {
+            fixed_code[d] = code;
+            if (!compare) {  // few completions: evaluating them is cheaper than comparing
+              descend(d + 1, rest);
+              continue;
+            }
+            const bool ok = components(d + 1, rest);
+            // Rejected by the model: kept on its own (never compared).
+            GroupKey key = group_key(d + 1, rest);
+            if (!ok) key[0] = -(++rejected);
+            if (ok && comp.size() != D) throw std::logic_error("partial pruning: comparison vector length");
+            std::vector<uint32_t>& g = groups[key];
+            bool dropped = false;
+            if (ok)
+              for (uint32_t j : g) {
+                const double* o = comps.data() + static_cast<size_t>(j) * D;
+                bool le = true;
+                for (size_t q = 0; q < D && le; ++q) le = o[q] <= comp[q];
+                if (le) {  // dominated or equal: the earlier one stays
+                  dropped = true;
+                  break;
+                }
+              }
+            if (dropped) {
+              ++owner->partial_dropped;
+              continue;
+            }
+            if (ok)
+              std::erase_if(g, [&](uint32_t j) {
+                const double* o = comps.data() + static_cast<size_t>(j) * D;
+                for (size_t q = 0; q < D; ++q)
+                  if (comp[q] > o[q]) return false;
+                alive[j] = 0;
+                ++dead;
+                ++owner->partial_dropped;
+                return true;
+              });
+            const uint32_t idx = static_cast<uint32_t>(alive.size());
+            g.push_back(idx);
+            alive.push_back(1);
+            comps.resize(comps.size() + D, 0.0);
+            if (ok) std::copy(comp.begin(), comp.end(), comps.end() - static_cast<std::ptrdiff_t>(D));
+            next_pool.resize(next_pool.size() + pstride);
+            store(next_pool.data() + next_pool.size() - pstride, d + 1, rest);
+            if (dead > 65536 && 2 * dead > alive.size()) {  // reclaim the dropped ones' rows
+              std::vector<uint32_t> to(alive.size());
+              uint32_t m = 0;
+              for (size_t j = 0; j < alive.size(); ++j) {
+                if (!alive[j]) continue;
+                to[j] = m;
+                if (m != j) {
+                  std::copy_n(comps.begin() + static_cast<std::ptrdiff_t>(j * D), D, comps.begin() + static_cast<std::ptrdiff_t>(m * D));
+                  std::copy_n(next_pool.begin() + static_cast<std::ptrdiff_t>(j * pstride), pstride,
+                              next_pool.begin() + static_cast<std::ptrdiff_t>(size_t{m} * pstride));
+                }
+                ++m;
+              }
+              alive.assign(m, 1);
+              comps.resize(size_t{m} * D);
+              next_pool.resize(size_t{m} * pstride);
+              for (auto& [gk, members] : groups)
+                for (uint32_t& j : members) j = to[j];
+              dead = 0;
+            }
+          }
+        }
+      }
+    }
+  }
+
   // Levels 0..top-2 chosen and pruned; the survivors go to `out`.
   void prune_levels(PartialChoices& out) {
     const int R = s->R, top = s->top;
@@ -836,116 +975,9 @@ struct TileWorker::State {
       for (int r = 0; r < R; ++r) rem[r] = s->e_.ranks[r].size;
       store(part_pool.data(), 0, rem);
     }
-    std::vector<double> comps;    // per stored partial choice of the next level, `D` each
-    std::vector<uint8_t> alive;
-    std::unordered_map<GroupKey, std::vector<uint32_t>, GroupKeyHash> groups;
-    std::vector<int> ranks;
-    std::array<int64_t, kMaxRanks> rem{};
-    // The level just below the top is chosen without comparisons: its partial choices differ from
-    // complete ones only by the top level's loop order, so comparing them (one scalar evaluation
-    // and a group lookup each) costs as much as evaluating their completions in lanes; measured
-    // 1.0x (gemmini_default, ffm_edge) to 6.7x (accelforge_tpu_v4i) faster on matmul_chain_2.
-    const int stop = top - 1;
+    const int stop = top - 1;  // the level below the top is compared block by block (complete)
     for (int d = 0; d < stop && !s->over(); ++d) {
-      int64_t rejected = 0;  // choices the model rejects, each in a group of its own
-      size_t dead = 0;       // dropped after they were stored
-      next_pool.clear();
-      comps.clear();
-      alive.clear();
-      groups.clear();
-      const size_t D = comp_size(d + 1);
-      const size_t n = part_pool.size() / pstride;
-      for (size_t i = 0; i < n; ++i) {
-        load(part_pool.data() + i * pstride, d, rem);
-        uint32_t below = 0;
-        for (int l = 0; l < d; ++l) below |= chosen[l].keep;
-        std::vector<LevelChoice>& choices = scratch[d];
-        s->level_choices(d, rem, choices);
-        for (const LevelChoice& ch : choices) {
-          std::array<int64_t, kMaxRanks> rest = rem;
-          for (int r = 0; r < R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-          ranks.clear();
-          const LevelConstraints* lc = s->constraint(d);
-          if (lc && lc->order) {
-            for (int r : *lc->order)
-              if (ch.t[r] > 1) ranks.push_back(r);
-          } else {
-            for (int r = 0; r < R; ++r)
-              if (ch.t[r] > 1) ranks.push_back(r);
-          }
-          const std::vector<uint32_t>& codes = codes_of(d, order_classes(d, ranks, below));
-          for (TensorMask keep : s->keep_options[d]) {
-            chosen[d] = ch;
-            chosen[d].keep = keep;
-            if (!s->admissible(chosen[d], d)) continue;
-            if (!s->fits(chosen.data(), d)) {
-              ++owner->pruned;
-              continue;
-            }
-            for (uint32_t code : codes) {
-              fixed_code[d] = code;
-              const bool ok = components(d + 1, rest);
-              // Rejected by the model: kept on its own (never compared).
-              GroupKey key = group_key(d + 1, rest);
-              if (!ok) key[0] = -(++rejected);
-              if (ok && comp.size() != D) throw std::logic_error("partial pruning: comparison vector length");
-              std::vector<uint32_t>& g = groups[key];
-              bool dropped = false;
-              if (ok)
-                for (uint32_t j : g) {
-                  const double* o = comps.data() + static_cast<size_t>(j) * D;
-                  bool le = true;
-                  for (size_t q = 0; q < D && le; ++q) le = o[q] <= comp[q];
-                  if (le) {  // dominated or equal: the earlier one stays
-                    dropped = true;
-                    break;
-                  }
-                }
-              if (dropped) {
-                ++owner->partial_dropped;
-                continue;
-              }
-              if (ok)
-                std::erase_if(g, [&](uint32_t j) {
-                  const double* o = comps.data() + static_cast<size_t>(j) * D;
-                  for (size_t q = 0; q < D; ++q)
-                    if (comp[q] > o[q]) return false;
-                  alive[j] = 0;
-                  ++dead;
-                  ++owner->partial_dropped;
-                  return true;
-                });
-              const uint32_t idx = static_cast<uint32_t>(alive.size());
-              g.push_back(idx);
-              alive.push_back(1);
-              comps.resize(comps.size() + D, 0.0);
-              if (ok) std::copy(comp.begin(), comp.end(), comps.end() - static_cast<std::ptrdiff_t>(D));
-              next_pool.resize(next_pool.size() + pstride);
-              store(next_pool.data() + next_pool.size() - pstride, d + 1, rest);
-              if (dead > 65536 && 2 * dead > alive.size()) {  // reclaim the dropped ones' rows
-                std::vector<uint32_t> to(alive.size());
-                uint32_t m = 0;
-                for (size_t j = 0; j < alive.size(); ++j) {
-                  if (!alive[j]) continue;
-                  to[j] = m;
-                  if (m != j) {
-                    std::copy_n(comps.begin() + static_cast<std::ptrdiff_t>(j * D), D, comps.begin() + static_cast<std::ptrdiff_t>(m * D));
-                    std::copy_n(next_pool.begin() + static_cast<std::ptrdiff_t>(j * pstride), pstride,
-                                next_pool.begin() + static_cast<std::ptrdiff_t>(size_t{m} * pstride));
-                  }
-                  ++m;
-                }
-                alive.assign(m, 1);
-                comps.resize(size_t{m} * D);
-                next_pool.resize(size_t{m} * pstride);
-                for (auto& [gk, members] : groups)
-                  for (uint32_t& j : members) j = to[j];
-                dead = 0;
-              }
-            }
-          }
-        }
-      }
+      extend_level(d, part_pool.data(), part_pool.size() / pstride, false);
       // Survivors, in the order they were found.
       part_pool.clear();
       for (size_t i = 0; i < alive.size(); ++i)
@@ -956,16 +988,19 @@ struct TileWorker::State {
     out.rows.swap(part_pool);
   }
 
-  // Survivors [begin, end) completed: every choice of the levels above them, every order there.
+  // Rows [begin, end) completed: the level below the top is chosen for them, compared within
+  // this block where its completions are many (extend_level; dropping a choice that another one
+  // of the block dominates is exact, since that one is completed), then the top level, every order.
   void complete(const PartialChoices& p, size_t begin, size_t end) {
     pstride = p.stride;
-    fixed_levels = p.levels;
+    const int d = p.levels;
+    fixed_levels = d + 1;
+    extend_level(d, p.rows.data() + begin * pstride, end - begin, true);
     std::array<int64_t, kMaxRanks> rem{};
-    std::vector<int32_t> row(pstride);
-    for (size_t i = begin; i < end && !s->over(); ++i) {
-      std::copy_n(p.rows.begin() + static_cast<std::ptrdiff_t>(i * pstride), pstride, row.begin());
-      load(row.data(), p.levels, rem);
-      descend(p.levels, rem);
+    for (size_t i = 0; i < alive.size() && !s->over(); ++i) {
+      if (!alive[i]) continue;
+      load(next_pool.data() + i * pstride, d + 1, rem);
+      descend(d + 1, rem);
     }
     fixed_levels = 0;
   }

@@ -43,6 +43,12 @@ struct TileSearchSpec {
   // dropped before any outer level is enumerated. Used by TileWorker::run_all when the Einsum
   // qualifies (TileSearch::partial_pruning()): merged supports, every tensor dimension one rank.
   bool prune_partial = false;
+  // The level just below the top is compared (within blocks of completed rows) only where the top
+  // level has at least this many loop-order classes to complete a choice with: a comparison (one
+  // scalar evaluation, a group lookup and the comparisons) costs about as much as evaluating a few
+  // completions in lanes. On matmul_chain_2 (at most six classes at the top), comparing them all
+  // took 1.0x (gemmini_default, ffm_edge) to 6.7x (accelforge_tpu_v4i) the time of comparing none.
+  size_t last_level_min_orders = 8;
   // A level that keeps no tensor is no storage boundary: its temporal loops and those of the level
   // above it form one nest, in which a rank split over both is never better than the rank's whole
   // factor at its inner place (every tensor's innermost run of loops over ranks it does not index

@@ -6,6 +6,7 @@
 // bandwidths, fan-outs, bypasses and fused contexts.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <tuple>
 
@@ -30,14 +31,16 @@ Workload chain(int64_t M, const std::vector<std::pair<int64_t, int64_t>>& nk) {
 }
 
 struct Counts {
-  int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0, merged = 0;
+  int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0, merged = 0, compared_all = 0, compared_none = 0;
 };
 
 using Front = std::vector<Criteria>;
 
 void check_exact(const Workload& w, const Core& c, Counts& n) {
   for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
-    PmappingOptions on, off, merge_only;
+    PmappingOptions on, off, merge_only, compare_all, compare_none;
+    compare_all.last_level_min_orders = 1;  // the level below the top compared wherever it can be
+    compare_none.last_level_min_orders = SIZE_MAX;
     off.prune_partial = false;
     off.merge_passthrough = false;
     merge_only.prune_partial = false;
@@ -45,13 +48,19 @@ void check_exact(const Workload& w, const Core& c, Counts& n) {
     const EinsumPmappings a = generate_pmappings(w, i, c, on, ctx);
     const EinsumPmappings b = generate_pmappings(w, i, c, off, ctx);
     const EinsumPmappings m = generate_pmappings(w, i, c, merge_only, ctx);
+    const EinsumPmappings all = generate_pmappings(w, i, c, compare_all, ctx);
+    const EinsumPmappings none = generate_pmappings(w, i, c, compare_none, ctx);
     CHECK(b.partial_evaluated == 0);
     n.with += a.evaluated;
     n.without += b.evaluated;
     n.merged += m.evaluated;
     n.dropped += a.partial_dropped;
+    n.compared_all += all.evaluated;
+    n.compared_none += none.evaluated;
     REQUIRE(a.pmappings.size() == b.pmappings.size());
     REQUIRE(m.pmappings.size() == b.pmappings.size());
+    REQUIRE(all.pmappings.size() == b.pmappings.size());
+    REQUIRE(none.pmappings.size() == b.pmappings.size());
     auto front = [](const std::vector<Pmapping>& list) {
       Front f;
       for (const Pmapping& p : list) f.emplace_back(p.energy_pj, p.cycles, p.own);
@@ -62,10 +71,40 @@ void check_exact(const Workload& w, const Core& c, Counts& n) {
       INFO(c.name << " Einsum " << w.einsums[i].name << " context " << k);
       CHECK(front(a.pmappings[k]) == y);
       CHECK(front(m.pmappings[k]) == y);
+      CHECK(front(all.pmappings[k]) == y);
+      CHECK(front(none.pmappings[k]) == y);
       n.fronts += !y.empty();
       n.points += static_cast<int64_t>(y.size());
     }
   }
+}
+
+// GPT-3's projection and its consumer in miniature: V[b,m,h,e] = I[b,m,d] * WV[h,e,d], then
+// Z[b,m,g] = V[b,m,h,e] * WZ[h,e,g]. Five ranks each, so the top level has enough loop-order
+// classes for the level below it to be compared.
+Workload five_rank_chain() {
+  Workload w;
+  w.name = "five_rank_chain";
+  auto T_ = [](std::string name, TensorRole role, std::vector<int> dims) {
+    TensorAccess t{std::move(name), role, {}, 8};
+    for (int d : dims) t.dims.push_back({{d, 1}});
+    return t;
+  };
+  Einsum v;
+  v.name = "V";
+  v.op = OpKind::Mac;
+  v.ranks = {{"B", 2}, {"M", 4}, {"H", 2}, {"E", 4}, {"D", 4}};
+  v.tensors = {T_("I", TensorRole::Input, {0, 1, 4}), T_("WV", TensorRole::Weight, {2, 3, 4}),
+               T_("V", TensorRole::Output, {0, 1, 2, 3})};
+  Einsum z;
+  z.name = "Z";
+  z.op = OpKind::Mac;
+  z.ranks = {{"B", 2}, {"M", 4}, {"H", 2}, {"E", 4}, {"G", 4}};
+  z.tensors = {T_("V", TensorRole::Input, {0, 1, 2, 3}), T_("WZ", TensorRole::Weight, {2, 3, 4}),
+               T_("Z", TensorRole::Output, {0, 1, 4})};
+  w.einsums = {v, z};
+  finalize(w);
+  return w;
 }
 
 }  // namespace
@@ -83,14 +122,28 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
     Counts m;
     check_exact(arch == "timeloop_conv1d_3level_spatial" ? small : w, c, m);
     MESSAGE(arch << ": " << m.fronts << " fronts, " << m.points << " points; evaluated " << m.with
-                 << " with partial pruning and merging, " << m.merged << " with merging only, " << m.without
-                 << " with neither; " << m.dropped << " partial choices dropped");
+                 << " with partial pruning and merging, " << m.compared_all << " comparing every level below the top, "
+                 << m.merged << " with merging only, " << m.without << " with neither; " << m.dropped
+                 << " partial choices dropped");
     n.fronts += m.fronts, n.points += m.points, n.with += m.with, n.without += m.without, n.dropped += m.dropped,
-        n.merged += m.merged;
+        n.merged += m.merged, n.compared_all += m.compared_all;
+  }
+  // Five ranks: more loop-order classes at the top, for the level below it.
+  for (const std::string arch : {"accelforge_tpu_v4i", "gemmini_default"}) {
+    if (const char* only = std::getenv("MAPFUSE_TEST_ARCH"); only && arch != only) continue;
+    Counts m;
+    check_exact(five_rank_chain(), test::preset_core(arch), m);
+    MESSAGE(arch << ", five ranks: " << m.fronts << " fronts, " << m.points << " points; evaluated " << m.with
+                 << " with partial pruning and merging, " << m.compared_all << " comparing every level below the top, "
+                 << m.compared_none << " comparing none of it, " << m.merged << " with merging only, " << m.without
+                 << " with neither");
+    CHECK(m.compared_all < m.compared_none);  // comparing there drops choices
+    n.fronts += m.fronts, n.with += m.with, n.without += m.without, n.dropped += m.dropped;
   }
   CHECK(n.fronts > 20);
   // The pruning must do something, or this test compares a search with itself.
   CHECK(n.dropped > 0);
   CHECK(n.with < n.without);
   CHECK(n.merged < n.without);
+  CHECK(n.compared_all < n.with);  // comparing the level below the top drops choices too
 }

@@ -541,6 +541,7 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     spec.merge_supports = true;
     spec.prune_partial = o.prune_partial;
     spec.merge_passthrough = o.merge_passthrough && o.prune;
+    spec.last_level_min_orders = o.last_level_min_orders;
     spec.max_evaluations = o.max_evaluations;
     spec.budget = &budget;
     spec.over = &over;

@@ -52,6 +52,7 @@ struct PmappingOptions {
   bool prune = true;           // capacity pruning while enumerating and Pareto pruning per context
   bool prune_partial = true;   // with prune: exact pruning of partial tile choices level by level
                                // (TileSearchSpec::prune_partial; false: testing)
+  size_t last_level_min_orders = 8;  // TileSearchSpec::last_level_min_orders (1: compare all; testing)
   bool merge_passthrough = true;  // with prune: a level keeping nothing leaves its loops to the one above
                                   // (TileSearchSpec::merge_passthrough; false: testing)
   bool allow_fusion = true;    // false: only the unfused context
