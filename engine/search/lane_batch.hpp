@@ -40,8 +40,9 @@ struct TileSearchSpec {
   // docs/mapper.md, "Partial pruning"): choices of the inner levels that the outer levels cannot
   // tell apart (same remaining rank extents, same reuse pattern per kept tile) are compared on
   // every access count, per-instance count, compute step and occupancy, and the dominated ones are
-  // dropped before any outer level is enumerated. Used by TileWorker::run_all when the Einsum
-  // qualifies (TileSearch::partial_pruning()): merged supports, every tensor dimension one rank.
+  // dropped before any outer level is enumerated. Used by TileWorker::run_all (or prune, then
+  // complete) when the Einsum qualifies (TileSearch::partial_pruning()): merged supports, every
+  // tensor dimension one rank.
   bool prune_partial = false;
   // The level just below the top is compared (within blocks of completed rows) only where the top
   // level has at least this many loop-order classes to complete a choice with: a comparison (one
