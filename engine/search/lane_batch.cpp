@@ -1009,16 +1009,6 @@ struct TileWorker::State {
 TileWorker::TileWorker() : st_(std::make_unique<State>()) { st_->owner = this; }
 TileWorker::~TileWorker() = default;
 
-void TileWorker::run_all(const TileSearch& s, TileSink& sink) {
-  if (!s.partial_pruning()) {
-    for (size_t i = 0; i < s.roots(); ++i) run(s, i, sink);
-    return;
-  }
-  PartialChoices p;
-  prune(s, p);
-  complete(s, p, 0, p.size(), sink);
-}
-
 void TileWorker::prune(const TileSearch& s, PartialChoices& out) {
   if (!s.partial_pruning()) throw std::logic_error("TileWorker::prune: the search has no partial pruning");
   st_->bind(s, nullptr);

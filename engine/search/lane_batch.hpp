@@ -40,9 +40,9 @@ struct TileSearchSpec {
   // docs/mapper.md, "Partial pruning"): choices of the inner levels that the outer levels cannot
   // tell apart (same remaining rank extents, same reuse pattern per kept tile) are compared on
   // every access count, per-instance count, compute step and occupancy, and the dominated ones are
-  // dropped before any outer level is enumerated. Used by TileWorker::run_all (or prune, then
-  // complete) when the Einsum qualifies (TileSearch::partial_pruning()): merged supports, every
-  // tensor dimension one rank.
+  // dropped before any outer level is enumerated. Used by TileWorker::prune and complete when
+  // the Einsum qualifies (TileSearch::partial_pruning()): merged supports, every tensor
+  // dimension one rank.
   bool prune_partial = false;
   // The level just below the top is compared (within blocks of completed rows) only where the top
   // level has at least this many loop-order classes to complete a choice with: a comparison (one
@@ -119,8 +119,8 @@ class TileSearch {
   const Einsum& einsum() const { return e_; }
   int levels() const { return L; }
   bool over() const { return over_->load(std::memory_order_relaxed); }
-  // Whether TileWorker::run_all prunes partial choices (TileSearchSpec::prune_partial and the
-  // Einsum qualifies).
+  // Whether partial choices are pruned (TileSearchSpec::prune_partial and the Einsum qualifies):
+  // then TileWorker::prune and complete enumerate it, not run().
   bool partial_pruning() const { return partial_; }
 
  private:
@@ -183,11 +183,9 @@ class TileWorker {
   // Enumerates everything above root `i` of `s`, parking complete choices; full buckets are
   // evaluated and handed to `sink`.
   void run(const TileSearch& s, size_t i, TileSink& sink);
-  // Every root of `s`: with partial pruning (TileSearch::partial_pruning) level by level, else
-  // run() per root. Parked choices may remain: call finish().
-  void run_all(const TileSearch& s, TileSink& sink);
-  // run_all in two steps that several workers can share: the pruned inner levels (one worker;
-  // requires partial_pruning()), then rows [begin, end) completed into `sink`.
+  // With partial pruning (TileSearch::partial_pruning), instead of run() per root, in two steps
+  // that several workers can share: the pruned inner levels (one worker), then rows [begin, end)
+  // completed into `sink`. Parked choices may remain: call finish().
   void prune(const TileSearch& s, PartialChoices& out);
   void complete(const TileSearch& s, const PartialChoices& p, size_t begin, size_t end, TileSink& sink);
   // Evaluates every parked choice (call once a thread is done).

@@ -12,6 +12,7 @@
 
 #include "engine/cost/fused.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "test_support.hpp"
 
 using namespace mapfuse;
 using namespace mapfuse::ffm;
@@ -35,16 +36,6 @@ Core ffm_test_core(int64_t glb, int64_t reg, int64_t fanout_x = 1) {
   return c;
 }
 
-// A chain of matmuls T_{i+1}[m,n] = T_i[m,k] W_i[k,n]; nk[i] = (N_i, K_i) with K_{i+1} = N_i.
-Workload chain(int64_t M, const std::vector<std::pair<int64_t, int64_t>>& nk) {
-  Workload w;
-  w.name = "chain";
-  for (size_t i = 0; i < nk.size(); ++i)
-    w.einsums.push_back(make_matmul("MM" + std::to_string(i), M, nk[i].first, nk[i].second, "T" + std::to_string(i),
-                                    "W" + std::to_string(i), "T" + std::to_string(i + 1)));
-  finalize(w);
-  return w;
-}
 
 // X: T1 = T0 W0, Y: T2 = T1 W1, Z: T3 = T2 W2, then the residual Q: T4 = T3 + T1. Fused as one
 // group, T1 stays live on chip during Z's branch although Z does not touch it.
@@ -274,7 +265,7 @@ void check_against_brute_force(const Workload& w, const Core& c, const PmappingO
 }  // namespace
 
 TEST_CASE("ffm: contexts of a matmul in a chain") {
-  const Workload w = chain(4, {{2, 2}, {2, 2}});
+  const Workload w = test::matmul_chain(4, {{2, 2}, {2, 2}});
   const Core c = ffm_test_core(64, 4);
   // MM0 produces T1: unfused, or T1 at Reg or GLB with shared loops over M (divisors 1, 2, 4)
   // and N (1, 2).
@@ -296,26 +287,26 @@ TEST_CASE("ffm: contexts of a matmul in a chain") {
 }
 
 TEST_CASE("ffm: two matmuls equal the brute force") {
-  const Workload w = chain(4, {{2, 2}, {2, 2}});
+  const Workload w = test::matmul_chain(4, {{2, 2}, {2, 2}});
   check_against_brute_force(w, ffm_test_core(12, 3), {}, true);
 }
 
 TEST_CASE("ffm: two matmuls with spatial fan-out equal the brute force") {
-  const Workload w = chain(4, {{2, 2}, {2, 2}});
+  const Workload w = test::matmul_chain(4, {{2, 2}, {2, 2}});
   PmappingOptions o;
   o.explore_orders = false;
   check_against_brute_force(w, ffm_test_core(16, 3, 2), o, false);
 }
 
 TEST_CASE("ffm: three matmuls equal the brute force") {
-  const Workload w = chain(2, {{2, 2}, {4, 2}, {2, 4}});
+  const Workload w = test::matmul_chain(2, {{2, 2}, {4, 2}, {2, 4}});
   PmappingOptions o;
   o.explore_orders = false;
   check_against_brute_force(w, ffm_test_core(12, 3), o, true);
 }
 
 TEST_CASE("ffm: four matmuls equal the brute force") {
-  const Workload w = chain(2, {{2, 2}, {2, 2}, {2, 2}, {2, 2}});
+  const Workload w = test::matmul_chain(2, {{2, 2}, {2, 2}, {2, 2}, {2, 2}});
   PmappingOptions o;
   o.explore_orders = false;
   check_against_brute_force(w, ffm_test_core(6, 1), o, true);
@@ -331,7 +322,7 @@ TEST_CASE("ffm: a residual connection (tensor live across a branch that does not
 TEST_CASE("ffm: when no exchanged tile fits on chip the result is the unfused optimum") {
   // One-word buffer and registers: T1's smallest tile on chip is 2 words (B can only share M), so
   // fusion is impossible and FFM must return exactly what the unfused mapspace gives.
-  const Workload w = chain(2, {{2, 2}, {2, 2}});
+  const Workload w = test::matmul_chain(2, {{2, 2}, {2, 2}});
   const Core c = ffm_test_core(1, 1);
   const FfmResult r = ffm_search(w, c);
   FfmOptions unfused;
@@ -409,16 +400,16 @@ void check_fast_against_reference(const Workload& w, const Core& c, PmappingOpti
 }  // namespace
 
 TEST_CASE("ffm: the fast pmapping generator gives the reference generator's pmappings") {
-  check_fast_against_reference(chain(4, {{2, 2}, {2, 2}}), ffm_test_core(12, 3), {});
-  check_fast_against_reference(chain(8, {{4, 4}, {4, 8}}), ffm_test_core(64, 4, 4), {});
+  check_fast_against_reference(test::matmul_chain(4, {{2, 2}, {2, 2}}), ffm_test_core(12, 3), {});
+  check_fast_against_reference(test::matmul_chain(8, {{4, 4}, {4, 8}}), ffm_test_core(64, 4, 4), {});
   PmappingOptions rank_order;
   rank_order.explore_orders = false;
-  check_fast_against_reference(chain(8, {{4, 4}, {4, 8}}), ffm_test_core(64, 4, 4), rank_order);
+  check_fast_against_reference(test::matmul_chain(8, {{4, 4}, {4, 8}}), ffm_test_core(64, 4, 4), rank_order);
   check_fast_against_reference(residual(2, 2), ffm_test_core(9, 1), rank_order);
 }
 
 TEST_CASE("ffm: pmapping generation gives the same pmappings on 1 and 2 threads") {
-  const Workload w = chain(8, {{8, 4}, {4, 8}});
+  const Workload w = test::matmul_chain(8, {{8, 4}, {4, 8}});
   const Core c = ffm_test_core(96, 8, 4);
   const int saved = omp_get_max_threads();
   std::vector<EinsumPmappings> runs[2];

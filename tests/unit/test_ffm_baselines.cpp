@@ -18,14 +18,9 @@ namespace {
 // tests/fixtures/ffm/small_core.toml: DRAM > Buffer (64 words) > Reg (8 words).
 Core small_core() { return load_architecture(test::source_dir("tests/fixtures/ffm/small_core.toml")).cores.at(0); }
 
+// n matmuls of size^3.
 Workload chain(int n, int64_t size) {
-  Workload w;
-  w.name = "chain";
-  for (int i = 0; i < n; ++i)
-    w.einsums.push_back(make_matmul("MM" + std::to_string(i), size, size, size, "T" + std::to_string(i),
-                                    "W" + std::to_string(i), "T" + std::to_string(i + 1)));
-  finalize(w);
-  return w;
+  return test::matmul_chain(size, std::vector<std::pair<int64_t, int64_t>>(static_cast<size_t>(n), {size, size}));
 }
 
 }  // namespace

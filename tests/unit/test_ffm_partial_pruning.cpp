@@ -20,15 +20,6 @@ namespace {
 
 using Criteria = std::tuple<double, double, std::array<int64_t, kMaxLevels>>;
 
-Workload chain(int64_t M, const std::vector<std::pair<int64_t, int64_t>>& nk) {
-  Workload w;
-  w.name = "chain";
-  for (size_t i = 0; i < nk.size(); ++i)
-    w.einsums.push_back(make_matmul("MM" + std::to_string(i), M, nk[i].first, nk[i].second, "T" + std::to_string(i),
-                                    "W" + std::to_string(i), "T" + std::to_string(i + 1)));
-  finalize(w);
-  return w;
-}
 
 struct Counts {
   int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0, merged = 0, compared_all = 0, compared_none = 0;
@@ -111,9 +102,9 @@ Workload five_rank_chain() {
 
 TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping front exactly") {
   // Shapes with several divisors per rank so that many inner choices share a boundary tile.
-  const Workload w = chain(16, {{8, 8}, {16, 8}});
+  const Workload w = test::matmul_chain(16, {{8, 8}, {16, 8}});
   // Block sizes above one; every level may keep every tensor, so the unpruned space is large.
-  const Workload small = chain(4, {{2, 4}, {4, 2}});
+  const Workload small = test::matmul_chain(4, {{2, 4}, {4, 2}});
   Counts n;
   for (const std::string arch : {"accelforge_simple", "accelforge_tpu_v4i", "accelforge_simba", "accelforge_eyeriss",
                                  "gemmini_default", "ffm_edge", "timeloop_conv1d_3level_spatial"}) {

@@ -3,8 +3,11 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/arch/arch_toml.hpp"
+#include "engine/workload/workload.hpp"
 
 namespace mapfuse::test {
 
@@ -19,6 +22,17 @@ inline const Core& preset_core(const std::string& name) {
   auto it = cache.find(name);
   if (it == cache.end()) it = cache.emplace(name, load_architecture(name).cores.at(0)).first;
   return it->second;
+}
+
+// A chain of matmuls T_{i+1}[m,n] = T_i[m,k] W_i[k,n]; nk[i] = (N_i, K_i) with K_{i+1} = N_i.
+inline Workload matmul_chain(int64_t M, const std::vector<std::pair<int64_t, int64_t>>& nk) {
+  Workload w;
+  w.name = "chain";
+  for (size_t i = 0; i < nk.size(); ++i)
+    w.einsums.push_back(make_matmul("MM" + std::to_string(i), M, nk[i].first, nk[i].second, "T" + std::to_string(i),
+                                    "W" + std::to_string(i), "T" + std::to_string(i + 1)));
+  finalize(w);
+  return w;
 }
 
 inline std::string source_dir(const std::string& rel) { return std::string(MAPFUSE_SOURCE_DIR) + "/" + rel; }

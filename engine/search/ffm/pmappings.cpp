@@ -498,12 +498,10 @@ struct PmappingSink final : TileSink {
   }
 };
 
-}  // namespace
-
-namespace {
 // Rows of pruned partial choices completed per work item: a context's completions are shared by
 // the threads (its pruning is one thread's).
 constexpr size_t kRowsPerItem = 64;
+
 }  // namespace
 
 EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
