@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -735,11 +737,12 @@ struct TileWorker::State {
     return k;
   }
 
-  // Fills `comp` with the comparison vector of chosen[0..d) under the reference completion: the
-  // remaining extents as temporal loops of the top level in rank order, nothing kept between.
-  // False if the model rejects it (then it is never dropped).
-  bool components(int d, const std::array<int64_t, kMaxRanks>& rem) {
-    const int L = s->L, R = s->R, T = s->T, top = s->top;
+  // Evaluates chosen[0..d) under the reference completion into part_cost (what ref_keep says
+  // each level keeps): the remaining extents as temporal loops of the top level in rank order,
+  // nothing kept between. False if the model rejects it.
+  std::array<TensorMask, kMaxLevels> ref_keep{};
+  bool reference(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    const int L = s->L, R = s->R, top = s->top;
     const TileSearchSpec& spec = s->spec_;
     FlatMapping fm;
     fm.n_levels = static_cast<int8_t>(L);
@@ -772,8 +775,16 @@ struct TileWorker::State {
       fm.onchip_backing = spec.onchip_backing;
     }
     evaluate(s->relaxed_, fm, part_cost);
+    ref_keep = fm.keep;
+    return part_cost.valid();
+  }
+
+  // Fills `comp` with the comparison vector of chosen[0..d) under the reference completion.
+  // False if the model rejects it (then it is never dropped).
+  bool components(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    const int L = s->L, R = s->R, T = s->T;
     ++owner->partial_evaluated;
-    if (!part_cost.valid()) return false;
+    if (!reference(d, rem)) return false;
     const CostResult& c = part_cost;
     comp.clear();
     for (int l = 0; l < L; ++l) {
@@ -825,6 +836,226 @@ struct TileWorker::State {
     D += 1 + static_cast<size_t>(d);
     if (s->plan_.output >= 0 && d > 1) D += 2 * static_cast<size_t>(d - 1);
     return D;
+  }
+
+  // Lower bounds on the energy and latency of the completions of chosen[0..d) (the levels from
+  // d up choose their factors, fan-out, kept tensors and orders), one pair per way the free
+  // levels can use their fan-out (`outer`: a factor per rank, level and axis; every completion
+  // uses one of them), from the reference evaluation. Given the fan-out used (S instances added;
+  // per tensor, `irr` of them over ranks it does not index, `mc` of those on axes that multicast
+  // it):
+  //   - compute steps: the reference's (all that remains temporal at the top) over S;
+  //   - a kept inner tile refilled per outer iteration (group_key bit) is filled exactly as often
+  //     in total over its instances under every completion; one that is not, at least
+  //     (volume) x (product of what remains of its ranks) x irr, i.e. the reference's count over
+  //     the extents of the ranks it does not index that the reference iterates outside its
+  //     innermost own rank (`ratio`), times irr. Reads and updates follow the tile they serve
+  //     (compute: one per step);
+  //   - an output's first-update discount is the reference's times the output's irr;
+  //   - what the outermost inner tile takes from above is its count (as above) over mc, and at
+  //     least the tensor's volume; it comes from some level that may keep the tensor, which,
+  //     unless it is the tensor's backing level, is filled with the volume from the backing level;
+  //   - a level's bandwidth takes at least its per-instance words over its bandwidth, the
+  //     backing levels at least the volumes they serve.
+  // Energy is a positive sum of these counts (block rounding only adds) and latency their
+  // maximum (whole cycles), so no completion with that fan-out costs less. False where the
+  // model rejects the reference (no bound); an empty `out` means no completion is valid.
+  struct OuterFanout {
+    double used = 1;                             // S
+    std::array<int64_t, kMaxRanks> temporal{};   // what the free levels leave each rank to iterate
+    std::array<double, kMaxTensors> irr{}, mc{};
+    std::array<double, kMaxLevels> inst{};       // instances of each free level
+  };
+  std::vector<OuterFanout> outer;
+
+  void outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    const EvalPlan& p = s->plan_;
+    const int L = s->L, R = s->R, T = s->T, top = s->top;
+    outer.clear();
+    std::array<int64_t, kMaxRanks> left = rem;
+    std::array<std::array<int64_t, 2>, kMaxLevels> used;  // per level and axis
+    for (auto& u : used) u = {1, 1};
+    OuterFanout cur;
+    cur.irr.fill(1);
+    cur.mc.fill(1);
+    // Levels top..d, each axis, each rank: a factor dividing what is left of the rank.
+    auto rec = [&](auto&& self, int l, int axis, int r) -> void {
+      if (l < d) {
+        OuterFanout o = cur;
+        o.temporal = left;
+        double above = 1;
+        for (int k = L - 1; k >= d; --k) {
+          o.inst[k] = above;
+          if (k <= top) above *= static_cast<double>(used[k][0] * used[k][1]);
+        }
+        o.used = above;
+        outer.push_back(o);
+        return;
+      }
+      const PlanLevel& lv = p.levels[l];
+      const int64_t cap = axis == 0 ? lv.fanout_x : lv.fanout_y;
+      if (l > top || r == R || cap == 1) {
+        if (l <= top && cap > 1 && used[l][axis] < (axis == 0 ? lv.min_x : lv.min_y)) return;  // min_usage
+        if (axis == 0) self(self, l, 1, 0);
+        else self(self, l - 1, 0, 0);
+        return;
+      }
+      const uint32_t ok = axis == 0 ? s->x_ok[l] : s->y_ok[l];
+      self(self, l, axis, r + 1);  // factor 1
+      if (!(ok >> r & 1)) return;
+      const RoleMask multicast = axis == 0 ? lv.multicast_x : lv.multicast_y;
+      const int64_t base_used = used[l][axis], base_left = left[r];
+      const auto saved_irr = cur.irr, saved_mc = cur.mc;
+      for (int64_t f : s->divs(base_left)) {
+        if (f == 1) continue;
+        if (base_used * f > cap) break;
+        used[l][axis] = base_used * f;
+        left[r] = base_left / f;
+        for (int t = 0; t < T; ++t) {
+          if (p.tensors[t].relevant_ranks >> r & 1) continue;
+          cur.irr[t] = saved_irr[t] * static_cast<double>(f);
+          if (multicast & role_bit(p.tensors[t].role)) cur.mc[t] = saved_mc[t] * static_cast<double>(f);
+        }
+        self(self, l, axis, r + 1);
+        cur.irr = saved_irr;
+        cur.mc = saved_mc;
+      }
+      used[l][axis] = base_used;
+      left[r] = base_left;
+    };
+    rec(rec, std::min(top, L - 1), 0, 0);
+  }
+
+  std::vector<std::array<double, 2>> bounds;
+
+  bool completion_bounds(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    bounds.clear();
+    if (!reference(d, rem)) return false;
+    outer_fanouts(d, rem);
+    const EvalPlan& p = s->plan_;
+    const int L = s->L, R = s->R, T = s->T;
+    const CostResult& c = part_cost;
+    const GroupKey key = group_key(d, rem);
+    const int b = s->spec_.backing_level;
+    // Per tensor, what does not depend on the fan-out or the order.
+    struct PerTensor {
+      double ref_mult = 1;  // the reference's outer iterations down to the innermost own rank
+      double volume = 0, from_ref = 0;
+      int backing = 0;
+      double a_read = 0, a_write = 0, b_extra = 0;  // per word from above: at the backing level; via a
+      bool via = false;                               // level between that may keep it (+ b_extra per volume)
+    };
+    std::array<PerTensor, kMaxTensors> pt_{};
+    for (int t = 0; t < T; ++t) {
+      const PlanTensor& pt = p.tensors[t];
+      const bool out = t == p.output;
+      PerTensor& q = pt_[t];
+      int innermost_own = -1;
+      for (int r = 0; r < R; ++r)
+        if ((pt.relevant_ranks >> r & 1) && rem[r] > 1) innermost_own = r;
+      for (int r = 0; r <= innermost_own; ++r) q.ref_mult *= static_cast<double>(rem[r]);
+      // The reference's direct parent is the first level from d that keeps t.
+      int parent = d;
+      while (parent < L - 1 && !(ref_keep[parent] >> t & 1)) ++parent;
+      q.from_ref = static_cast<double>(out ? c.access[parent][t].updates : c.access[parent][t].reads);
+      q.volume = static_cast<double>(pt.volume);
+      q.backing = b >= 0 && (s->spec_.onchip_backing >> t & 1) ? b : L - 1;
+      const PlanLevel& bk = p.levels[q.backing];
+      q.a_read = out ? bk.update_pj : bk.read_pj;
+      q.a_write = std::numeric_limits<double>::infinity();
+      for (int l = d; l < q.backing; ++l) {
+        bool may = false;
+        for (TensorMask m : s->keep_options[l]) may = may || (m >> t & 1);
+        if (!may) continue;
+        const PlanLevel& lv = p.levels[l];
+        // Served by l instead: (its read) per word, plus the volume through it from the backing.
+        const double per_word = out ? lv.update_pj : lv.read_pj;
+        const double extra = out ? bk.update_pj : lv.write_pj + bk.read_pj;
+        if (!q.via || per_word < q.a_write || (per_word == q.a_write && extra < q.b_extra)) q.a_write = per_word, q.b_extra = extra;
+        q.via = true;
+      }
+    }
+    std::array<int, kMaxRanks> order{};
+    for (const OuterFanout& o : outer) {
+      // Ranks the free levels still iterate; every order of them (one loop per rank: splitting a
+      // rank's loop over two levels can only lengthen the runs that count, see above).
+      int n = 0;
+      for (int r = 0; r < R; ++r)
+        if (o.temporal[r] > 1) order[n++] = r;
+      const double steps = std::ceil(c.compute_cycles / o.used);
+      double best = std::numeric_limits<double>::infinity(), fastest = best;
+      do {
+        std::array<double, kMaxLevels> rd{}, wr{};
+        double energy = static_cast<double>(p.operations) * p.op_pj;
+        for (int t = 0; t < T; ++t) {
+          const PlanTensor& pt = p.tensors[t];
+          const PerTensor& q = pt_[t];
+          const bool out = t == p.output;
+          // Outer iterations down to the innermost loop over t's ranks, in this order.
+          double mult = 1, run = 1;
+          for (int i = 0; i < n; ++i) {
+            run *= static_cast<double>(o.temporal[order[i]]);
+            if (pt.relevant_ranks >> order[i] & 1) mult = run;
+          }
+          const double spread = mult * o.used / q.ref_mult;  // a tile not refilled per outer iteration
+          const int64_t mask = key[R + t];
+          int child = -1;  // compute
+          for (int l = 0; l < d; ++l) {
+            if (!(chosen[l].keep >> t & 1)) continue;
+            const TensorAccesses& a = c.access[l][t];
+            const double serve = child >= 0 && !(mask >> child & 1) ? spread : 1;
+            const double refill = mask >> l & 1 ? 1 : spread;
+            double reads, fills, updates = 0;
+            if (!out) {
+              reads = static_cast<double>(a.reads) * serve;
+              fills = static_cast<double>(a.fills) * refill;
+            } else {
+              updates = static_cast<double>(a.updates) * serve;
+              // The reference's discount (updates - reads), when its reads show it.
+              const double discount = a.reads > 0 ? static_cast<double>(a.updates - a.reads) * o.irr[t] : -1;
+              reads = discount >= 0 ? std::max(0.0, updates - discount) : 0;
+              fills = discount >= 0 ? std::max(0.0, static_cast<double>(a.fills) * refill - discount) : 0;
+            }
+            const PlanLevel& lv = p.levels[l];
+            energy += reads * lv.read_pj + fills * lv.write_pj + updates * lv.update_pj;
+            const double inst = static_cast<double>(std::max<int64_t>(1, c.level_instances[l])) * o.used;
+            rd[l] += reads / inst;
+            wr[l] += (fills + updates) / inst;
+            child = l;
+          }
+          const double from_above = std::max(q.volume, q.from_ref * (mask >> 15 & 1 ? 1 : spread) / o.mc[t]);
+          double e = from_above * q.a_read;
+          if (q.via) e = std::min(e, from_above * q.a_write + q.volume * q.b_extra);
+          energy += e;
+          (out ? wr : rd)[q.backing] += q.volume / o.inst[q.backing];
+        }
+        // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
+        // so each bound rounds up; the bandwidth times first give way for rounding (the model's
+        // threshold, sums in another order).
+        double cycles = steps;
+        for (int l = 0; l < L; ++l) {
+          const PlanLevel& lv = p.levels[l];
+          double time = 0;
+          if (lv.read_bw > 0) time = std::max(time, rd[l] / lv.read_bw);
+          if (lv.write_bw > 0) time = std::max(time, wr[l] / lv.write_bw);
+          if (lv.shared_bw > 0) time = std::max(time, (rd[l] + wr[l]) / lv.shared_bw);
+          cycles = std::max(cycles, std::ceil(time * (1 - 1e-9)));
+        }
+        best = std::min(best, energy);
+        fastest = std::min(fastest, cycles);
+      } while (std::next_permutation(order.begin(), order.begin() + n));
+      // The cheapest and the fastest order may differ: each is a bound on its own.
+      bounds.push_back({best * (1 - 1e-12), fastest});  // energy: sums in another order than the model's
+    }
+    return true;
+  }
+
+  // Whether every completion of chosen[0..d) is beaten by what the sink holds (bounds above).
+  bool completions_beaten(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    if (!completion_bounds(d, rem)) return false;
+    for (const auto& bd : bounds)
+      if (!sink->beaten(bd[0], bd[1])) return false;
+    return true;
   }
 
   std::vector<double> comps;  // per stored partial choice of the next level, `D` each
@@ -985,26 +1216,130 @@ struct TileWorker::State {
     }
     out.levels = stop;
     out.stride = pstride;
-    out.rows.swap(part_pool);
+    // The most promising first (smallest bounds), so that the sink's front holds good points
+    // early and later rows can be skipped (complete).
+    const size_t n = part_pool.size() / pstride;
+    std::vector<double> score(n, 0.0);
+    std::array<int64_t, kMaxRanks> rem{};
+    for (size_t i = 0; i < n && !s->over(); ++i) {
+      load(part_pool.data() + i * pstride, stop, rem);
+      if (!completion_bounds(stop, rem)) continue;
+      double e = std::numeric_limits<double>::infinity(), c = e;
+      for (const auto& bd : bounds) e = std::min(e, bd[0]), c = std::min(c, bd[1]);
+      score[i] = e * c;
+    }
+    std::vector<uint32_t> order(n);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return score[a] < score[b]; });
+    out.rows.resize(part_pool.size());
+    for (size_t i = 0; i < n; ++i)
+      std::copy_n(part_pool.begin() + static_cast<std::ptrdiff_t>(order[i] * pstride), pstride,
+                  out.rows.begin() + static_cast<std::ptrdiff_t>(i * pstride));
   }
 
-  // Rows [begin, end) completed: the level below the top is chosen for them, compared within
-  // this block where its completions are many (extend_level; dropping a choice that another one
-  // of the block dominates is exact, since that one is completed), then the top level, every order.
+
+  // Rows [begin, end) completed one by one: unless what the sink holds beats every completion
+  // of the row (completions_beaten; everything parked so far is evaluated first, so that the
+  // front holds the earlier rows' best), the level below the top is chosen for it, its choices
+  // compared where their completions are many (extend_level), then the top level, every order.
   void complete(const PartialChoices& p, size_t begin, size_t end) {
     pstride = p.stride;
     const int d = p.levels;
     fixed_levels = d + 1;
-    extend_level(d, p.rows.data() + begin * pstride, end - begin, true);
     std::array<int64_t, kMaxRanks> rem{};
-    for (size_t i = 0; i < alive.size() && !s->over(); ++i) {
-      if (!alive[i]) continue;
-      load(next_pool.data() + i * pstride, d + 1, rem);
-      descend(d + 1, rem);
+    for (size_t row = begin; row < end && !s->over(); ++row) {
+      const int32_t* r = p.rows.data() + row * pstride;
+      flush_all();
+      load(r, d, rem);
+      if (completions_beaten(d, rem)) {
+        ++owner->bound_skipped;
+        continue;
+      }
+      extend_level(d, r, 1, true);
+      for (size_t i = 0; i < alive.size() && !s->over(); ++i) {
+        if (!alive[i]) continue;
+        load(next_pool.data() + i * pstride, d + 1, rem);
+        descend(d + 1, rem);
+      }
     }
     fixed_levels = 0;
   }
 };
+
+namespace {
+
+// check_bounds: matches each lane to the fan-out its free levels use and reports its bounds.
+struct BoundCheckSink final : TileSink {
+  const TileSearch* s = nullptr;
+  int d = 0;
+  std::array<int64_t, kMaxRanks> rem{};
+  const std::vector<std::array<double, 2>>* bounds = nullptr;
+  std::function<int(const TileCandidate&)> match;
+  const TileWorker::BoundCheck* check = nullptr;
+  void consume(const TileCandidate& cand, const CompactCost& cost) override {
+    if (cost.invalid != Invalid::None && cost.invalid != Invalid::CapacityExceeded) return;
+    const int k = match(cand);
+    if (k < 0) throw std::logic_error("check_bounds: a completion uses a fan-out the bounds do not list");
+    (*check)(cost, (*bounds)[static_cast<size_t>(k)][0], (*bounds)[static_cast<size_t>(k)][1]);
+  }
+};
+
+}  // namespace
+
+bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check) {
+  State& st = *st_;
+  BoundCheckSink sink;
+  st.bind(s, &sink);
+  st.pstride = p.stride;
+  const int d = p.levels;
+  std::array<int64_t, kMaxRanks> rem{};
+  st.load(p.rows.data() + i * p.stride, d, rem);
+  if (!st.completion_bounds(d, rem)) return false;
+  const std::vector<State::OuterFanout> outer = st.outer;
+  const std::vector<std::array<double, 2>> bounds = st.bounds;
+  const EvalPlan& plan = s.plan();
+  sink.bounds = &bounds;
+  sink.check = &check;
+  sink.match = [&](const TileCandidate& cand) {
+    State::OuterFanout o;
+    o.irr.fill(1);
+    o.mc.fill(1);
+    o.temporal = rem;
+    double above = 1;
+    for (int l = s.L - 1; l >= d; --l) {
+      o.inst[l] = above;
+      for (int axis = 0; axis < 2; ++axis) {
+        const LoopKind k = axis == 0 ? LoopKind::SpatialX : LoopKind::SpatialY;
+        const RoleMask multicast = axis == 0 ? plan.levels[l].multicast_x : plan.levels[l].multicast_y;
+        for (int r = 0; r < s.R; ++r) {
+          const int64_t f = cand.factor(l, k, r);
+          if (f == 1) continue;
+          above *= static_cast<double>(f);
+          o.temporal[r] /= f;
+          for (int t = 0; t < s.T; ++t) {
+            if (plan.tensors[t].relevant_ranks >> r & 1) continue;
+            o.irr[t] *= static_cast<double>(f);
+            if (multicast & role_bit(plan.tensors[t].role)) o.mc[t] *= static_cast<double>(f);
+          }
+        }
+      }
+    }
+    o.used = above;
+    for (size_t k = 0; k < outer.size(); ++k) {
+      const State::OuterFanout& q = outer[k];
+      bool same = q.used == o.used && q.temporal == o.temporal;
+      for (int t = 0; t < s.T && same; ++t) same = q.irr[t] == o.irr[t] && q.mc[t] == o.mc[t];
+      for (int l = d; l < s.L && same; ++l) same = q.inst[l] == o.inst[l];
+      if (same) return static_cast<int>(k);
+    }
+    return -1;
+  };
+  st.descend(d, rem);
+  st.flush_all();
+  st.sink = nullptr;
+  st.s = nullptr;
+  return true;
+}
 
 TileWorker::TileWorker() : st_(std::make_unique<State>()) { st_->owner = this; }
 TileWorker::~TileWorker() = default;

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -93,6 +94,11 @@ class TileSink {
   virtual ~TileSink() = default;
   // Every evaluated lane, valid or not (cost.invalid says why).
   virtual void consume(const TileCandidate& cand, const CompactCost& cost) = 0;
+  // Whether no mapping costing at least `energy_pj` and `cycles` could enter the sink's result
+  // (partial pruning skips the completions of a partial choice with these lower bounds,
+  // TileWorker::complete). Must be exact: true only if something already kept strictly beats
+  // every such mapping. The default keeps everything.
+  virtual bool beaten(double /*energy_pj*/, double /*cycles*/) { return false; }
 };
 
 class TileWorker;
@@ -104,7 +110,7 @@ class TileWorker;
 struct PartialChoices {
   int levels = 0;
   size_t stride = 0;
-  std::vector<int32_t> rows;
+  std::vector<int32_t> rows;  // most promising first (smallest lower bounds on their completions)
   size_t size() const { return stride ? rows.size() / stride : 0; }
 };
 
@@ -190,8 +196,14 @@ class TileWorker {
   void complete(const TileSearch& s, const PartialChoices& p, size_t begin, size_t end, TileSink& sink);
   // Evaluates every parked choice (call once a thread is done).
   void finish();
+  // Testing the lower bounds that let complete() skip a row: completes row `i` of `p` with
+  // nothing pruned and hands every lane the sink would consider (valid, or over capacity) to
+  // `check` with the bounds for the lane's outer fan-out. False if the row has no bounds.
+  using BoundCheck = std::function<void(const CompactCost& cost, double energy_lb, double cycles_lb)>;
+  bool check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check);
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
+  int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped
 
  private:
   struct State;

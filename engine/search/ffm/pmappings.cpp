@@ -27,6 +27,12 @@ std::vector<int> tracked_levels(const Core& c) {
   return out;
 }
 
+std::vector<int> reservation_levels(const Core& c, const PmappingContext& ctx) {
+  const int b = ctx.fused.backing_level;
+  if (b >= 0 && c.levels[static_cast<size_t>(b)].entries > 0) return {b};
+  return {};
+}
+
 std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core& c, const PmappingOptions& o) {
   const Einsum& e = w.einsums[ei];
   const int L = static_cast<int>(c.levels.size());
@@ -335,8 +341,9 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Co
       list.push_back({fc.energy_pj, fc.cycles, fc.own, m});
     });
     if (o.prune) {
-      const std::vector<size_t> keep = pareto_front(list.size(), 2 + tracked.size(), [&](size_t i, size_t j) {
-        return j == 0 ? list[i].energy_pj : j == 1 ? list[i].cycles : static_cast<double>(list[i].own[tracked[j - 2]]);
+      const std::vector<int> res = reservation_levels(c, ctx);
+      const std::vector<size_t> keep = pareto_front(list.size(), 2 + res.size(), [&](size_t i, size_t j) {
+        return j == 0 ? list[i].energy_pj : j == 1 ? list[i].cycles : static_cast<double>(list[i].own[res[j - 2]]);
       });
       std::vector<Pmapping> kept;
       kept.reserve(keep.size());
@@ -351,7 +358,7 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Co
 namespace {
 
 // One context's pmappings as one thread finds them: with pruning, the Pareto front on (energy,
-// latency, own words per bounded level), ties (equal criteria) going to the smaller
+// latency, own words at the reservation levels), ties (equal criteria) going to the smaller
 // TileCandidate::key; without, every structurally valid tile mapping.
 struct PmappingSink final : TileSink {
   struct Entry {
@@ -363,16 +370,17 @@ struct PmappingSink final : TileSink {
   const Core& c;
   const PmappingContext& ctx;
   const std::vector<int>& tracked;
+  const std::vector<int> res;  // reservation_levels: the criteria after energy and latency
   bool prune;
   int L, T, K;
   std::vector<Entry> list;  // with pruning: the front, by energy ascending
   TileCandidate::Key scratch_key{};
 
   PmappingSink(const Einsum& e_, const Core& c_, const PmappingContext& ctx_, const std::vector<int>& tracked_, bool prune_)
-      : e(e_), c(c_), ctx(ctx_), tracked(tracked_), prune(prune_) {
+      : e(e_), c(c_), ctx(ctx_), tracked(tracked_), res(reservation_levels(c_, ctx_)), prune(prune_) {
     L = static_cast<int>(c.levels.size());
     T = static_cast<int>(e.tensors.size());
-    K = 2 + static_cast<int>(tracked.size());
+    K = 2 + static_cast<int>(res.size());
     for (int t = 0; t < T; ++t)
       for (size_t d = 0; d < e.tensors[t].dims.size(); ++d) {
         const auto& dim = e.tensors[t].dims[d];
@@ -417,7 +425,7 @@ struct PmappingSink final : TileSink {
     std::array<double, 2 + kMaxLevels> crit{};
     crit[0] = cost.energy_pj * it;
     crit[1] = cost.cycles * it;
-    for (size_t j = 0; j < tracked.size(); ++j) crit[2 + j] = static_cast<double>(own[tracked[j]]);
+    for (size_t j = 0; j < res.size(); ++j) crit[2 + j] = static_cast<double>(own[res[j]]);
     if (prune && dominated(crit)) return;  // cheap rejection before anything is built
     Entry x;
     x.crit = crit;
@@ -431,6 +439,22 @@ struct PmappingSink final : TileSink {
       return;
     }
     insert(x, &cand);
+  }
+
+  // A tile mapping costs at least (energy, cycles) and reserves at least nothing: beaten by a
+  // point of the front no worse in every criterion (reserving nothing) and better in one of the
+  // two objectives, which then strictly dominates every such mapping.
+  bool beaten(double energy_pj, double cycles) override {
+    if (!prune) return false;
+    const double it = static_cast<double>(ctx.fused.iterations);
+    const double en = energy_pj * it, cy = cycles * it;
+    for (const Entry& p : list) {
+      if (p.crit[0] > en) break;  // by energy ascending
+      bool ok = p.crit[1] <= cy && (p.crit[0] < en || p.crit[1] < cy);
+      for (int k = 2; k < K && ok; ++k) ok = p.crit[k] <= 0;
+      if (ok) return true;
+    }
+    return false;
   }
 
   // Strictly dominated by a point of the front (equal criteria are not: they tie).
@@ -554,9 +578,9 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   // Sinks per thread and context, made when a thread first works on the context.
   std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
   for (auto& v : sinks) v.resize(K);
-  int64_t evaluated = 0, pruned = 0, lane_calls = 0, partial_evaluated = 0, partial_dropped = 0;
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0, partial_evaluated = 0, partial_dropped = 0, bound_skipped = 0;
   std::vector<PartialChoices> survivors(K);
-#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, partial_evaluated, partial_dropped)
+#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, partial_evaluated, partial_dropped, bound_skipped)
   {
     auto& mine = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
@@ -584,6 +608,7 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     lane_calls += worker.lane_calls;
     partial_evaluated += worker.partial_evaluated;
     partial_dropped += worker.partial_dropped;
+    bound_skipped += worker.bound_skipped;
   }
   if (over.load())
     throw InputError({}, "ffm", "Einsum '" + e.name + "' has more than " + std::to_string(o.max_evaluations) +
@@ -593,6 +618,7 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   out.lane_calls = lane_calls;
   out.partial_evaluated = partial_evaluated;
   out.partial_dropped = partial_dropped;
+  out.bound_skipped = bound_skipped;
   for (size_t k = 0; k < K; ++k) {
     PmappingSink merged(tiles[k], c, out.contexts[k], tracked, o.prune);
     for (auto& v : sinks)
@@ -608,6 +634,8 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
         if (a.crit[j] != b.crit[j]) return a.crit[j] < b.crit[j];
       return a.key < b.key;
     });
+    if (getenv("MF_DEBUG_BOUND"))
+      for (auto& x : merged.list) fprintf(stderr, "front %s ctx %zu: E %.6g C %.6g\n", e.name.c_str(), k, x.crit[0], x.crit[1]);
     std::vector<Pmapping>& list = out.pmappings[k];
     list.reserve(merged.list.size());
     for (PmappingSink::Entry& x : merged.list) list.push_back(std::move(x.pm));

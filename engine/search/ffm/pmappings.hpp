@@ -69,6 +69,7 @@ struct EinsumPmappings {
   int64_t lane_calls = 0;       // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
   int64_t partial_evaluated = 0;  // partial tile choices compared (TileSearchSpec::prune_partial)
   int64_t partial_dropped = 0;    // ... and dropped as dominated
+  int64_t bound_skipped = 0;      // partial choices not completed: the context's front beat their bounds
   int reused_from = -1;         // >= 0: copied from this Einsum's (ffm_search; nothing evaluated here)
 };
 
@@ -107,7 +108,14 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int einsum, cons
 // pmappings could never be joined, so they need not be generated. Exact.
 void drop_unmatched_contexts(const Workload& w, std::vector<std::vector<PmappingContext>>& contexts);
 
-// Levels whose capacity is bounded (the reservation criteria).
+// Levels whose capacity is bounded (checked when joining, reported as peak usage).
 std::vector<int> tracked_levels(const Core& c);
+
+// The levels whose reservation can decide a join, the Pareto criteria after energy and latency:
+// a fused context's backing level, if bounded; none for an unfused one. The join checks a
+// branch's own words plus the exchanged tiles live during it, and exchanged tiles live only at
+// the group's backing level (and never during an unfused Einsum); every other level's own words
+// were checked against its capacity when the pmapping was generated.
+std::vector<int> reservation_levels(const Core& c, const PmappingContext& ctx);
 
 }  // namespace mapfuse::ffm
