@@ -926,7 +926,15 @@ struct TileWorker::State {
     rec(rec, std::min(top, L - 1), 0, 0);
   }
 
-  std::vector<std::array<double, 2>> bounds;
+  // One bound: no completion with this fan-out (and, fused, these tensors kept at the backing
+  // level b) costs less energy or time, or reserves fewer own words at b.
+  struct Bound {
+    double energy = 0, cycles = 0;
+    int64_t own = 0;         // words at b beyond the exchanged tiles (0 unfused)
+    TensorMask kept_b = 0;   // what b keeps (by_keep)
+    bool by_keep = false;
+  };
+  std::vector<Bound> bounds;
 
   bool completion_bounds(int d, const std::array<int64_t, kMaxRanks>& rem) {
     bounds.clear();
@@ -937,15 +945,27 @@ struct TileWorker::State {
     const CostResult& c = part_cost;
     const GroupKey key = group_key(d, rem);
     const int b = s->spec_.backing_level;
-    // Per tensor, what does not depend on the fan-out or the order.
+    const TensorMask onchip = b >= 0 ? s->spec_.onchip_backing : TensorMask{0};
+    // Fused with b still free and the top (b's tile is then the whole tile Einsum): one set of
+    // bounds per choice of what b keeps.
+    const bool by_keep = b >= d && b == s->top;
+    // Per tensor, what does not depend on the fan-out or the order: the cost per word it takes
+    // from above, served by its backing level (direct), by a level between that may keep it
+    // (via: its per-word cost, plus per volume what fills it from the backing level; the two
+    // minima taken separately), or, for a tensor b keeps without backing it, through b.
     struct PerTensor {
       double ref_mult = 1;  // the reference's outer iterations down to the innermost own rank
       double volume = 0, from_ref = 0;
       int backing = 0;
-      double a_read = 0, a_write = 0, b_extra = 0;  // per word from above: at the backing level; via a
-      bool via = false;                               // level between that may keep it (+ b_extra per volume)
+      double direct = 0, via_word = 0, via_volume = 0, through_word = 0, through_volume = 0;
+      bool via = false, through = false;
     };
     std::array<PerTensor, kMaxTensors> pt_{};
+    auto may_keep = [&](int l, int t) {
+      for (TensorMask m : s->keep_options[l])
+        if (m >> t & 1) return true;
+      return false;
+    };
     for (int t = 0; t < T; ++t) {
       const PlanTensor& pt = p.tensors[t];
       const bool out = t == p.output;
@@ -959,34 +979,52 @@ struct TileWorker::State {
       while (parent < L - 1 && !(ref_keep[parent] >> t & 1)) ++parent;
       q.from_ref = static_cast<double>(out ? c.access[parent][t].updates : c.access[parent][t].reads);
       q.volume = static_cast<double>(pt.volume);
-      q.backing = b >= 0 && (s->spec_.onchip_backing >> t & 1) ? b : L - 1;
+      q.backing = onchip >> t & 1 ? b : L - 1;
       const PlanLevel& bk = p.levels[q.backing];
-      q.a_read = out ? bk.update_pj : bk.read_pj;
-      q.a_write = std::numeric_limits<double>::infinity();
+      q.direct = out ? bk.update_pj : bk.read_pj;
+      const bool keeps_b = by_keep && !(onchip >> t & 1);  // b may keep it without backing it
       for (int l = d; l < q.backing; ++l) {
-        bool may = false;
-        for (TensorMask m : s->keep_options[l]) may = may || (m >> t & 1);
-        if (!may) continue;
+        if (!may_keep(l, t)) continue;
         const PlanLevel& lv = p.levels[l];
-        // Served by l instead: (its read) per word, plus the volume through it from the backing.
-        const double per_word = out ? lv.update_pj : lv.read_pj;
-        const double extra = out ? bk.update_pj : lv.write_pj + bk.read_pj;
-        if (!q.via || per_word < q.a_write || (per_word == q.a_write && extra < q.b_extra)) q.a_write = per_word, q.b_extra = extra;
+        const double word = out ? lv.update_pj : lv.read_pj;
+        if (keeps_b && l <= b) {  // served by l <= b, b filled with the volume from the backing
+          const PlanLevel& bl = p.levels[b];
+          const double volume = out ? bk.update_pj : bl.write_pj + bk.read_pj;
+          q.through_word = q.through ? std::min(q.through_word, word) : word;
+          q.through_volume = q.through ? std::min(q.through_volume, volume) : volume;
+          q.through = true;
+        }
+        if (keeps_b && l == b) continue;  // b does not keep it in the other case
+        const double volume = out ? bk.update_pj : lv.write_pj + bk.read_pj;
+        q.via_word = q.via ? std::min(q.via_word, word) : word;
+        q.via_volume = q.via ? std::min(q.via_volume, volume) : volume;
         q.via = true;
       }
     }
+    std::vector<TensorMask> keeps{0};
+    if (by_keep) keeps = s->keep_options[b];
     std::array<int, kMaxRanks> order{};
-    for (const OuterFanout& o : outer) {
+    const size_t K = keeps.size();
+    std::vector<int64_t> own(K, 0);
+    for (size_t k = 0; k < K; ++k)
+      for (int t = 0; t < T; ++t)
+        if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
+    std::vector<double> best(K), energy(K);
+    const size_t first = bounds.size();
+    bounds.resize(first + K * outer.size());
+    for (size_t oi = 0; oi < outer.size(); ++oi) {
+      const OuterFanout& o = outer[oi];
       // Ranks the free levels still iterate; every order of them (one loop per rank: splitting a
       // rank's loop over two levels can only lengthen the runs that count, see above).
       int n = 0;
       for (int r = 0; r < R; ++r)
         if (o.temporal[r] > 1) order[n++] = r;
       const double steps = std::ceil(c.compute_cycles / o.used);
-      double best = std::numeric_limits<double>::infinity(), fastest = best;
+      std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
+      double fastest = std::numeric_limits<double>::infinity();
       do {
         std::array<double, kMaxLevels> rd{}, wr{};
-        double energy = static_cast<double>(p.operations) * p.op_pj;
+        std::fill(energy.begin(), energy.end(), static_cast<double>(p.operations) * p.op_pj);
         for (int t = 0; t < T; ++t) {
           const PlanTensor& pt = p.tensors[t];
           const PerTensor& q = pt_[t];
@@ -1000,6 +1038,7 @@ struct TileWorker::State {
           const double spread = mult * o.used / q.ref_mult;  // a tile not refilled per outer iteration
           const int64_t mask = key[R + t];
           int child = -1;  // compute
+          double inner = 0;
           for (int l = 0; l < d; ++l) {
             if (!(chosen[l].keep >> t & 1)) continue;
             const TensorAccesses& a = c.access[l][t];
@@ -1017,16 +1056,18 @@ struct TileWorker::State {
               fills = discount >= 0 ? std::max(0.0, static_cast<double>(a.fills) * refill - discount) : 0;
             }
             const PlanLevel& lv = p.levels[l];
-            energy += reads * lv.read_pj + fills * lv.write_pj + updates * lv.update_pj;
+            inner += reads * lv.read_pj + fills * lv.write_pj + updates * lv.update_pj;
             const double inst = static_cast<double>(std::max<int64_t>(1, c.level_instances[l])) * o.used;
             rd[l] += reads / inst;
             wr[l] += (fills + updates) / inst;
             child = l;
           }
           const double from_above = std::max(q.volume, q.from_ref * (mask >> 15 & 1 ? 1 : spread) / o.mc[t]);
-          double e = from_above * q.a_read;
-          if (q.via) e = std::min(e, from_above * q.a_write + q.volume * q.b_extra);
-          energy += e;
+          double other = from_above * q.direct;
+          if (q.via) other = std::min(other, from_above * q.via_word + q.volume * q.via_volume);
+          const double through = q.through ? from_above * q.through_word + q.volume * q.through_volume : other;
+          for (size_t k = 0; k < K; ++k)
+            energy[k] += inner + ((keeps[k] >> t & 1) && !(onchip >> t & 1) ? through : other);
           (out ? wr : rd)[q.backing] += q.volume / o.inst[q.backing];
         }
         // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
@@ -1041,20 +1082,32 @@ struct TileWorker::State {
           if (lv.shared_bw > 0) time = std::max(time, (rd[l] + wr[l]) / lv.shared_bw);
           cycles = std::max(cycles, std::ceil(time * (1 - 1e-9)));
         }
-        best = std::min(best, energy);
+        for (size_t k = 0; k < K; ++k) best[k] = std::min(best[k], energy[k]);
         fastest = std::min(fastest, cycles);
       } while (std::next_permutation(order.begin(), order.begin() + n));
-      // The cheapest and the fastest order may differ: each is a bound on its own.
-      bounds.push_back({best * (1 - 1e-12), fastest});  // energy: sums in another order than the model's
+      // The cheapest and the fastest order may differ: each is a bound on its own. Energy: sums
+      // in another order than the model's. Laid out per kept set, then per fan-out.
+      for (size_t k = 0; k < K; ++k) {
+        Bound& bd = bounds[first + k * outer.size() + oi];
+        bd = {best[k] * (1 - 1e-12), fastest, own[k], keeps[k], by_keep};
+        if (stop_unbeaten && !sink->beaten(bd.energy, bd.cycles, b, bd.own)) {
+          unbeaten = true;  // the caller needs no more
+          return true;
+        }
+      }
     }
     return true;
   }
+  // completions_beaten: stop at the first bound the sink does not beat.
+  bool stop_unbeaten = false, unbeaten = false;
 
   // Whether every completion of chosen[0..d) is beaten by what the sink holds (bounds above).
   bool completions_beaten(int d, const std::array<int64_t, kMaxRanks>& rem) {
-    if (!completion_bounds(d, rem)) return false;
-    for (const auto& bd : bounds)
-      if (!sink->beaten(bd[0], bd[1])) return false;
+    stop_unbeaten = true;
+    unbeaten = false;
+    const bool made = completion_bounds(d, rem);
+    stop_unbeaten = false;
+    if (!made || unbeaten) return false;
     return true;
   }
 
@@ -1128,6 +1181,10 @@ struct TileWorker::State {
           for (uint32_t code : codes) {
             fixed_code[d] = code;
             if (!compare) {  // few completions: evaluating them is cheaper than comparing
+              if (last && check_last && completions_beaten(d + 1, rest)) {
+                ++owner->bound_skipped;
+                continue;
+              }
               descend(d + 1, rest);
               continue;
             }
@@ -1225,7 +1282,7 @@ struct TileWorker::State {
       load(part_pool.data() + i * pstride, stop, rem);
       if (!completion_bounds(stop, rem)) continue;
       double e = std::numeric_limits<double>::infinity(), c = e;
-      for (const auto& bd : bounds) e = std::min(e, bd[0]), c = std::min(c, bd[1]);
+      for (const Bound& bd : bounds) e = std::min(e, bd.energy), c = std::min(c, bd.cycles);
       score[i] = e * c;
     }
     std::vector<uint32_t> order(n);
@@ -1242,10 +1299,17 @@ struct TileWorker::State {
   // of the row (completions_beaten; everything parked so far is evaluated first, so that the
   // front holds the earlier rows' best), the level below the top is chosen for it, its choices
   // compared where their completions are many (extend_level), then the top level, every order.
+  // Whether the choices of the level below the top are bounded too (complete): worth a bound
+  // (a scalar evaluation) only where the top level has several ways to complete them beyond its
+  // loop orders (kept tensors, fan-out), as in fused contexts.
+  bool check_last = false;
+
   void complete(const PartialChoices& p, size_t begin, size_t end) {
     pstride = p.stride;
     const int d = p.levels;
     fixed_levels = d + 1;
+    const PlanLevel& tl = s->plan_.levels[s->top];
+    check_last = s->keep_options[s->top].size() > 1 || tl.fanout_x * tl.fanout_y > 1;
     std::array<int64_t, kMaxRanks> rem{};
     for (size_t row = begin; row < end && !s->over(); ++row) {
       const int32_t* r = p.rows.data() + row * pstride;
@@ -1259,6 +1323,10 @@ struct TileWorker::State {
       for (size_t i = 0; i < alive.size() && !s->over(); ++i) {
         if (!alive[i]) continue;
         load(next_pool.data() + i * pstride, d + 1, rem);
+        if (check_last && completions_beaten(d + 1, rem)) {
+          ++owner->bound_skipped;
+          continue;
+        }
         descend(d + 1, rem);
       }
     }
@@ -1273,72 +1341,108 @@ struct BoundCheckSink final : TileSink {
   const TileSearch* s = nullptr;
   int d = 0;
   std::array<int64_t, kMaxRanks> rem{};
-  const std::vector<std::array<double, 2>>* bounds = nullptr;
-  std::function<int(const TileCandidate&)> match;
-  const TileWorker::BoundCheck* check = nullptr;
+  std::function<int(const TileCandidate&)> match;  // index of the lane's bound, -1 if none
+  std::function<void(const CompactCost&, int)> report;
   void consume(const TileCandidate& cand, const CompactCost& cost) override {
     if (cost.invalid != Invalid::None && cost.invalid != Invalid::CapacityExceeded) return;
     const int k = match(cand);
     if (k < 0) throw std::logic_error("check_bounds: a completion uses a fan-out the bounds do not list");
-    (*check)(cost, (*bounds)[static_cast<size_t>(k)][0], (*bounds)[static_cast<size_t>(k)][1]);
+    report(cost, k);
   }
 };
 
 }  // namespace
 
-bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check) {
+bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check,
+                              bool level_more) {
   State& st = *st_;
   BoundCheckSink sink;
   st.bind(s, &sink);
   st.pstride = p.stride;
-  const int d = p.levels;
-  std::array<int64_t, kMaxRanks> rem{};
-  st.load(p.rows.data() + i * p.stride, d, rem);
-  if (!st.completion_bounds(d, rem)) return false;
-  const std::vector<State::OuterFanout> outer = st.outer;
-  const std::vector<std::array<double, 2>> bounds = st.bounds;
+  const int d0 = p.levels;
+  std::array<int64_t, kMaxRanks> rem0{};
+  st.load(p.rows.data() + i * p.stride, d0, rem0);
   const EvalPlan& plan = s.plan();
-  sink.bounds = &bounds;
-  sink.check = &check;
-  sink.match = [&](const TileCandidate& cand) {
-    State::OuterFanout o;
-    o.irr.fill(1);
-    o.mc.fill(1);
-    o.temporal = rem;
-    double above = 1;
-    for (int l = s.L - 1; l >= d; --l) {
-      o.inst[l] = above;
-      for (int axis = 0; axis < 2; ++axis) {
-        const LoopKind k = axis == 0 ? LoopKind::SpatialX : LoopKind::SpatialY;
-        const RoleMask multicast = axis == 0 ? plan.levels[l].multicast_x : plan.levels[l].multicast_y;
-        for (int r = 0; r < s.R; ++r) {
-          const int64_t f = cand.factor(l, k, r);
-          if (f == 1) continue;
-          above *= static_cast<double>(f);
-          o.temporal[r] /= f;
-          for (int t = 0; t < s.T; ++t) {
-            if (plan.tensors[t].relevant_ranks >> r & 1) continue;
-            o.irr[t] *= static_cast<double>(f);
-            if (multicast & role_bit(plan.tensors[t].role)) o.mc[t] *= static_cast<double>(f);
+  bool any = false;
+  // The bounds of chosen[0..d) with `rem` left, against every completion.
+  auto check_one = [&](int d, const std::array<int64_t, kMaxRanks>& rem) {
+    if (!st.completion_bounds(d, rem)) return;
+    any = true;
+    const std::vector<State::OuterFanout> outer = st.outer;
+    const auto bounds = st.bounds;
+    sink.report = [&](const CompactCost& cost, int k) {
+      check(cost, bounds[static_cast<size_t>(k)].energy, bounds[static_cast<size_t>(k)].cycles);
+    };
+    sink.match = [&](const TileCandidate& cand) {
+      State::OuterFanout o;
+      o.irr.fill(1);
+      o.mc.fill(1);
+      o.temporal = rem;
+      double above = 1;
+      for (int l = s.L - 1; l >= d; --l) {
+        o.inst[l] = above;
+        for (int axis = 0; axis < 2; ++axis) {
+          const LoopKind k = axis == 0 ? LoopKind::SpatialX : LoopKind::SpatialY;
+          const RoleMask multicast = axis == 0 ? plan.levels[l].multicast_x : plan.levels[l].multicast_y;
+          for (int r = 0; r < s.R; ++r) {
+            const int64_t f = cand.factor(l, k, r);
+            if (f == 1) continue;
+            above *= static_cast<double>(f);
+            o.temporal[r] /= f;
+            for (int t = 0; t < s.T; ++t) {
+              if (plan.tensors[t].relevant_ranks >> r & 1) continue;
+              o.irr[t] *= static_cast<double>(f);
+              if (multicast & role_bit(plan.tensors[t].role)) o.mc[t] *= static_cast<double>(f);
+            }
           }
         }
       }
-    }
-    o.used = above;
-    for (size_t k = 0; k < outer.size(); ++k) {
-      const State::OuterFanout& q = outer[k];
-      bool same = q.used == o.used && q.temporal == o.temporal;
-      for (int t = 0; t < s.T && same; ++t) same = q.irr[t] == o.irr[t] && q.mc[t] == o.mc[t];
-      for (int l = d; l < s.L && same; ++l) same = q.inst[l] == o.inst[l];
-      if (same) return static_cast<int>(k);
-    }
-    return -1;
+      o.used = above;
+      for (size_t k = 0; k < outer.size(); ++k) {
+        const State::OuterFanout& q = outer[k];
+        bool same = q.used == o.used && q.temporal == o.temporal;
+        for (int t = 0; t < s.T && same; ++t) same = q.irr[t] == o.irr[t] && q.mc[t] == o.mc[t];
+        for (int l = d; l < s.L && same; ++l) same = q.inst[l] == o.inst[l];
+        if (!same) continue;
+        // Bounds come per kept set at b (if any), each with one per fan-out in `outer` order.
+        for (size_t j = k; j < bounds.size(); j += outer.size())
+          if (!bounds[j].by_keep || bounds[j].kept_b == (*cand.keep)[s.spec_.backing_level]) return static_cast<int>(j);
+      }
+      return -1;
+    };
+    st.fixed_levels = d;
+    st.descend(d, rem);
+    st.flush_all();
   };
-  st.descend(d, rem);
-  st.flush_all();
+  if (!level_more) {
+    check_one(d0, rem0);
+  } else {  // every choice of level d0 (kept tensors, order class), as extend_level makes them
+    std::vector<LevelChoice> choices;
+    s.level_choices(d0, rem0, choices);
+    uint32_t below = 0;
+    for (int l = 0; l < d0; ++l) below |= st.chosen[l].keep;
+    for (const LevelChoice& ch : choices) {
+      std::array<int64_t, kMaxRanks> rest = rem0;
+      for (int r = 0; r < s.R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+      std::vector<int> ranks;
+      for (int r = 0; r < s.R; ++r)
+        if (ch.t[r] > 1) ranks.push_back(r);
+      const std::vector<uint32_t> codes = st.codes_of(d0, st.order_classes(d0, ranks, below));
+      for (TensorMask keep : s.keep_options[d0]) {
+        st.chosen[d0] = ch;
+        st.chosen[d0].keep = keep;
+        if (!s.admissible(st.chosen[d0], d0) || !s.fits(st.chosen.data(), d0)) continue;
+        for (uint32_t code : codes) {
+          st.fixed_code[d0] = code;
+          check_one(d0 + 1, rest);
+        }
+      }
+    }
+  }
+  st.fixed_levels = 0;
   st.sink = nullptr;
   st.s = nullptr;
-  return true;
+  return any;
 }
 
 TileWorker::TileWorker() : st_(std::make_unique<State>()) { st_->owner = this; }

@@ -94,11 +94,11 @@ class TileSink {
   virtual ~TileSink() = default;
   // Every evaluated lane, valid or not (cost.invalid says why).
   virtual void consume(const TileCandidate& cand, const CompactCost& cost) = 0;
-  // Whether no mapping costing at least `energy_pj` and `cycles` could enter the sink's result
-  // (partial pruning skips the completions of a partial choice with these lower bounds,
-  // TileWorker::complete). Must be exact: true only if something already kept strictly beats
-  // every such mapping. The default keeps everything.
-  virtual bool beaten(double /*energy_pj*/, double /*cycles*/) { return false; }
+  // Whether no mapping costing at least `energy_pj` and `cycles` and keeping at least `words`
+  // at `level` (-1: none) could enter the sink's result (partial pruning skips the completions
+  // of a partial choice with these lower bounds, TileWorker::complete). Must be exact: true only
+  // if something already kept strictly beats every such mapping. The default keeps everything.
+  virtual bool beaten(double /*energy_pj*/, double /*cycles*/, int /*level*/, int64_t /*words*/) { return false; }
 };
 
 class TileWorker;
@@ -198,9 +198,12 @@ class TileWorker {
   void finish();
   // Testing the lower bounds that let complete() skip a row: completes row `i` of `p` with
   // nothing pruned and hands every lane the sink would consider (valid, or over capacity) to
-  // `check` with the bounds for the lane's outer fan-out. False if the row has no bounds.
+  // `check` with the bounds for the lane's outer fan-out. `level_more`: the bounds of every
+  // choice of the row's next level (those complete() checks where the top level has kept-tensor
+  // or fan-out choices) instead. False if no bound was made.
   using BoundCheck = std::function<void(const CompactCost& cost, double energy_lb, double cycles_lb)>;
-  bool check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check);
+  bool check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check,
+                    bool level_more = false);
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
   int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped

@@ -166,19 +166,21 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
           TileWorker worker;
           PartialChoices p;
           worker.prune(s, p);
-          for (size_t r = 0; r < p.size(); ++r) {
-            double best_e = 1e300, best_c = 1e300, lb_e = 1e300, lb_c = 1e300;
-            const bool has = worker.check_bounds(s, p, r, [&](const CompactCost& cost, double e_lb, double c_lb) {
-              ++lanes;
-              CHECK(cost.energy_pj >= e_lb);
-              CHECK(cost.cycles >= c_lb);
-              CHECK(e_lb > 0);
-              best_e = std::min(best_e, cost.energy_pj), best_c = std::min(best_c, cost.cycles);
-              lb_e = std::min(lb_e, e_lb), lb_c = std::min(lb_c, c_lb);
-            });
-            rows += has;
-            tight += has && best_e < 1e300 && best_e <= lb_e * 1.01 && best_c == lb_c;
-          }
+          for (size_t r = 0; r < p.size(); ++r)
+            for (bool level_more : {false, true}) {
+              double best_e = 1e300, best_c = 1e300, lb_e = 1e300, lb_c = 1e300;
+              auto check = [&](const CompactCost& cost, double e_lb, double c_lb) {
+                ++lanes;
+                CHECK(cost.energy_pj >= e_lb);
+                CHECK(cost.cycles >= c_lb);
+                CHECK(e_lb > 0);
+                best_e = std::min(best_e, cost.energy_pj), best_c = std::min(best_c, cost.cycles);
+                lb_e = std::min(lb_e, e_lb), lb_c = std::min(lb_c, c_lb);
+              };
+              const bool has = worker.check_bounds(s, p, r, check, level_more);
+              rows += has;
+              tight += has && best_e < 1e300 && best_e <= lb_e * 1.01 && best_c == lb_c;
+            }
         }
       }
     }

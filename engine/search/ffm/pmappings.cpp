@@ -441,17 +441,19 @@ struct PmappingSink final : TileSink {
     insert(x, &cand);
   }
 
-  // A tile mapping costs at least (energy, cycles) and reserves at least nothing: beaten by a
-  // point of the front no worse in every criterion (reserving nothing) and better in one of the
-  // two objectives, which then strictly dominates every such mapping.
-  bool beaten(double energy_pj, double cycles) override {
+  // Tile mappings that cost at least (energy, cycles) and keep at least `words` at `level`
+  // (nothing elsewhere): beaten by a point of the front no worse in every criterion and better in
+  // one of the two objectives, which then strictly dominates every such mapping.
+  bool beaten(double energy_pj, double cycles, int level, int64_t words) override {
     if (!prune) return false;
     const double it = static_cast<double>(ctx.fused.iterations);
     const double en = energy_pj * it, cy = cycles * it;
+    std::array<double, 2 + kMaxLevels> lb{};
+    for (size_t j = 0; j < res.size(); ++j) lb[2 + j] = res[j] == level ? static_cast<double>(words) : 0;
     for (const Entry& p : list) {
       if (p.crit[0] > en) break;  // by energy ascending
       bool ok = p.crit[1] <= cy && (p.crit[0] < en || p.crit[1] < cy);
-      for (int k = 2; k < K && ok; ++k) ok = p.crit[k] <= 0;
+      for (int k = 2; k < K && ok; ++k) ok = p.crit[k] <= lb[k];
       if (ok) return true;
     }
     return false;
