@@ -146,7 +146,7 @@ TEST_CASE("ffm distributed: slices of the (Einsum, context) list, serialised and
     }
     for (size_t i = 0; i < w.einsums.size(); ++i) {
       CHECK(joined.pmappings[i].kept == whole.pmappings[i].kept);
-      CHECK(joined.pmappings[i].evaluated == whole.pmappings[i].evaluated);
+      // (Not the number evaluated: partial choices are skipped against each thread's front.)
       for (size_t k = 0; k < whole.pmappings[i].pmappings.size(); ++k) {
         REQUIRE(joined.pmappings[i].pmappings[k].size() == whole.pmappings[i].pmappings[k].size());
         for (size_t j = 0; j < whole.pmappings[i].pmappings[k].size(); ++j)
