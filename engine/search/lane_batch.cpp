@@ -1009,33 +1009,25 @@ struct TileWorker::State {
     for (size_t k = 0; k < K; ++k)
       for (int t = 0; t < T; ++t)
         if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
-    std::vector<double> best(K), energy(K);
+    std::vector<double> best(K), energy(K), fastest(K);
+    std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
     const size_t first = bounds.size();
     bounds.resize(first + K * outer.size());
+    std::array<double, kMaxTensors> mult{};
     for (size_t oi = 0; oi < outer.size(); ++oi) {
       const OuterFanout& o = outer[oi];
-      // Ranks the free levels still iterate; every order of them (one loop per rank: splitting a
-      // rank's loop over two levels can only lengthen the runs that count, see above).
-      int n = 0;
-      for (int r = 0; r < R; ++r)
-        if (o.temporal[r] > 1) order[n++] = r;
       const double steps = std::ceil(c.compute_cycles / o.used);
       std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
-      double fastest = std::numeric_limits<double>::infinity();
-      do {
+      std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
+      // Energy and latency (per kept set) with `mult[t]` outer iterations down to the innermost
+      // loop over t's ranks; the minima go to best / fastest.
+      auto cost_with = [&]() {
         std::array<double, kMaxLevels> rd{}, wr{};
         std::fill(energy.begin(), energy.end(), static_cast<double>(p.operations) * p.op_pj);
         for (int t = 0; t < T; ++t) {
-          const PlanTensor& pt = p.tensors[t];
           const PerTensor& q = pt_[t];
           const bool out = t == p.output;
-          // Outer iterations down to the innermost loop over t's ranks, in this order.
-          double mult = 1, run = 1;
-          for (int i = 0; i < n; ++i) {
-            run *= static_cast<double>(o.temporal[order[i]]);
-            if (pt.relevant_ranks >> order[i] & 1) mult = run;
-          }
-          const double spread = mult * o.used / q.ref_mult;  // a tile not refilled per outer iteration
+          const double spread = mult[t] * o.used / q.ref_mult;  // a tile not refilled per outer iteration
           const int64_t mask = key[R + t];
           int child = -1;  // compute
           double inner = 0;
@@ -1068,32 +1060,82 @@ struct TileWorker::State {
           const double through = q.through ? from_above * q.through_word + q.volume * q.through_volume : other;
           for (size_t k = 0; k < K; ++k)
             energy[k] += inner + ((keeps[k] >> t & 1) && !(onchip >> t & 1) ? through : other);
+          // The backing level serves at least the volume; all of from_above where no level
+          // between may take the tensor (then it serves the inner tile directly).
           (out ? wr : rd)[q.backing] += q.volume / o.inst[q.backing];
+          extra[t] = (from_above - q.volume) / o.inst[q.backing];
         }
         // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
         // so each bound rounds up; the bandwidth times first give way for rounding (the model's
         // threshold, sums in another order).
-        double cycles = steps;
-        for (int l = 0; l < L; ++l) {
+        auto time_of = [&](int l, double r, double w) {
           const PlanLevel& lv = p.levels[l];
           double time = 0;
-          if (lv.read_bw > 0) time = std::max(time, rd[l] / lv.read_bw);
-          if (lv.write_bw > 0) time = std::max(time, wr[l] / lv.write_bw);
-          if (lv.shared_bw > 0) time = std::max(time, (rd[l] + wr[l]) / lv.shared_bw);
-          cycles = std::max(cycles, std::ceil(time * (1 - 1e-9)));
+          if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
+          if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
+          if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
+          return std::ceil(time * (1 - 1e-9));
+        };
+        double cycles = steps;
+        for (int l = 0; l < L; ++l) cycles = std::max(cycles, time_of(l, rd[l], wr[l]));
+        for (size_t k = 0; k < K; ++k) {
+          best[k] = std::min(best[k], energy[k]);
+          // Per kept set: tensors that must come straight from their backing level.
+          std::array<double, kMaxLevels> r2 = rd, w2 = wr;
+          bool any = false;
+          for (int t = 0; t < T; ++t) {
+            const PerTensor& q = pt_[t];
+            if (((keeps[k] >> t & 1) && !(onchip >> t & 1)) || q.via || extra[t] <= 0) continue;
+            (t == p.output ? w2 : r2)[q.backing] += extra[t];
+            any = true;
+          }
+          double c_k = cycles;
+          if (any)
+            for (int l = d; l < L; ++l) c_k = std::max(c_k, time_of(l, r2[l], w2[l]));
+          fastest[k] = std::min(fastest[k], c_k);
         }
-        for (size_t k = 0; k < K; ++k) best[k] = std::min(best[k], energy[k]);
-        fastest = std::min(fastest, cycles);
+      };
+      // Laid out per kept set, then per fan-out. Energy: sums in another order than the model's.
+      auto store = [&](bool check) {
+        bool all = true;
+        for (size_t k = 0; k < K; ++k) {
+          Bound& bd = bounds[first + k * outer.size() + oi];
+          bd = {best[k] * (1 - 1e-12), fastest[k], own[k], keeps[k], by_keep};
+          if (check && all) all = sink->beaten(bd.energy, bd.cycles, b, bd.own);
+        }
+        return all;
+      };
+      // First every tensor at its own fewest iterations (its ranks innermost), a bound for any
+      // order: where the sink beats it, no order needs trying.
+      for (int t = 0; t < T; ++t) {
+        mult[t] = 1;
+        for (int r = 0; r < R; ++r)
+          if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(o.temporal[r]);
+      }
+      cost_with();
+      if (stop_unbeaten && store(true)) continue;
+      // Then the ranks the free levels still iterate, every order of them (one loop per rank:
+      // splitting a rank's loop over two levels can only lengthen the runs that count, see
+      // above); the cheapest and the fastest order may differ, each is a bound on its own.
+      std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
+      std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
+      int n = 0;
+      for (int r = 0; r < R; ++r)
+        if (o.temporal[r] > 1) order[n++] = r;
+      do {
+        for (int t = 0; t < T; ++t) {
+          double run = 1;
+          mult[t] = 1;
+          for (int i = 0; i < n; ++i) {
+            run *= static_cast<double>(o.temporal[order[i]]);
+            if (p.tensors[t].relevant_ranks >> order[i] & 1) mult[t] = run;
+          }
+        }
+        cost_with();
       } while (std::next_permutation(order.begin(), order.begin() + n));
-      // The cheapest and the fastest order may differ: each is a bound on its own. Energy: sums
-      // in another order than the model's. Laid out per kept set, then per fan-out.
-      for (size_t k = 0; k < K; ++k) {
-        Bound& bd = bounds[first + k * outer.size() + oi];
-        bd = {best[k] * (1 - 1e-12), fastest, own[k], keeps[k], by_keep};
-        if (stop_unbeaten && !sink->beaten(bd.energy, bd.cycles, b, bd.own)) {
-          unbeaten = true;  // the caller needs no more
-          return true;
-        }
+      if (!store(stop_unbeaten) && stop_unbeaten) {
+        unbeaten = true;  // the caller needs no more
+        return true;
       }
     }
     return true;
