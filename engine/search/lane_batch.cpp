@@ -156,6 +156,7 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
     }
     relaxed_.legacy_output_fills = true;
   }
+  if (partial_) return;  // enumerated level by level from nothing (TileWorker::prune), not from roots
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
   std::vector<LevelChoice> first;

@@ -119,7 +119,7 @@ class TileSearch {
   TileSearch(const Einsum& e, const Core& c, const Mapspace& space, const TileSearchSpec& spec);
   TileSearch(const TileSearch&) = delete;
 
-  // Roots: the innermost level's choices (factors and kept tensors).
+  // Roots: the innermost level's choices (factors and kept tensors); none with partial pruning.
   size_t roots() const { return roots_.size(); }
   const EvalPlan& plan() const { return plan_; }
   const Einsum& einsum() const { return e_; }
