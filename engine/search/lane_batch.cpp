@@ -840,27 +840,30 @@ struct TileWorker::State {
   }
 
   // Lower bounds on the energy and latency of the completions of chosen[0..d) (the levels from
-  // d up choose their factors, fan-out, kept tensors and orders), one pair per way the free
-  // levels can use their fan-out (`outer`: a factor per rank, level and axis; every completion
-  // uses one of them), from the reference evaluation. Given the fan-out used (S instances added;
-  // per tensor, `irr` of them over ranks it does not index, `mc` of those on axes that multicast
-  // it):
+  // d up choose their factors, fan-out, kept tensors and orders; docs/mapper.md, "Completion
+  // bounds"), from the reference evaluation: one per way the free levels can use their fan-out
+  // (`outer`: a factor per rank, level and axis; every completion uses one of them) and, in a
+  // fused context whose backing level b is free and the top, per set of tensors b keeps. Given
+  // the fan-out (S instances added; per tensor, `irr` of them over ranks it does not index, `mc`
+  // of those on axes that multicast it):
   //   - compute steps: the reference's (all that remains temporal at the top) over S;
   //   - a kept inner tile refilled per outer iteration (group_key bit) is filled exactly as often
-  //     in total over its instances under every completion; one that is not, at least
-  //     (volume) x (product of what remains of its ranks) x irr, i.e. the reference's count over
-  //     the extents of the ranks it does not index that the reference iterates outside its
-  //     innermost own rank (`ratio`), times irr. Reads and updates follow the tile they serve
-  //     (compute: one per step);
-  //   - an output's first-update discount is the reference's times the output's irr;
-  //   - what the outermost inner tile takes from above is its count (as above) over mc, and at
-  //     least the tensor's volume; it comes from some level that may keep the tensor, which,
-  //     unless it is the tensor's backing level, is filled with the volume from the backing level;
-  //   - a level's bandwidth takes at least its per-instance words over its bandwidth, the
-  //     backing levels at least the volumes they serve.
+  //     in total over its instances under every completion; any other is refilled (volume) x
+  //     (outer iterations down to the innermost outer loop over its ranks) x irr. The free levels
+  //     are relaxed into one loop per rank (splitting a rank's loop over two levels can only
+  //     lengthen the runs that count) and every order of those loops is tried, after a first
+  //     order-free pass with each tensor at its fewest iterations. Reads and updates follow the
+  //     tile they serve (compute: one per step); an output's first-update discount is at most the
+  //     reference's times the output's irr;
+  //   - what the outermost inner tile takes from above is its count over mc, and at least the
+  //     tensor's volume, served at the cheapest per-word cost of a level that may keep it, plus
+  //     the volume that level takes from the backing level;
+  //   - a level's bandwidth takes at least its per-instance words over its bandwidth; a backing
+  //     level at least the volumes it serves, and all of what a tensor takes from above where no
+  //     level between may keep it.
   // Energy is a positive sum of these counts (block rounding only adds) and latency their
-  // maximum (whole cycles), so no completion with that fan-out costs less. False where the
-  // model rejects the reference (no bound); an empty `out` means no completion is valid.
+  // maximum (whole cycles), so no such completion costs less. False where the model rejects the
+  // reference (no bound); no bounds at all means no completion is valid.
   struct OuterFanout {
     double used = 1;                             // S
     std::array<int64_t, kMaxRanks> temporal{};   // what the free levels leave each rank to iterate
