@@ -939,6 +939,9 @@ struct TileWorker::State {
     bool by_keep = false;
   };
   std::vector<Bound> bounds;
+  std::vector<TensorMask> bound_keeps;
+  std::vector<int64_t> bound_own;
+  std::vector<double> bound_best, bound_energy, bound_fastest;
 
   bool completion_bounds(int d, const std::array<int64_t, kMaxRanks>& rem) {
     bounds.clear();
@@ -1005,15 +1008,19 @@ struct TileWorker::State {
         q.via = true;
       }
     }
-    std::vector<TensorMask> keeps{0};
-    if (by_keep) keeps = s->keep_options[b];
+    // Scratch reused across calls (this runs once per partial choice completed or skipped).
+    std::vector<TensorMask>& keeps = bound_keeps;
+    if (by_keep) keeps.assign(s->keep_options[b].begin(), s->keep_options[b].end());
+    else keeps.assign(1, TensorMask{0});
     std::array<int, kMaxRanks> order{};
     const size_t K = keeps.size();
-    std::vector<int64_t> own(K, 0);
+    std::vector<int64_t>& own = bound_own;
+    own.assign(K, 0);
     for (size_t k = 0; k < K; ++k)
       for (int t = 0; t < T; ++t)
         if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
-    std::vector<double> best(K), energy(K), fastest(K);
+    std::vector<double> &best = bound_best, &energy = bound_energy, &fastest = bound_fastest;
+    best.resize(K), energy.resize(K), fastest.resize(K);
     std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
     const size_t first = bounds.size();
     bounds.resize(first + K * outer.size());

@@ -660,8 +660,6 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
         if (a.crit[j] != b.crit[j]) return a.crit[j] < b.crit[j];
       return a.key < b.key;
     });
-    if (getenv("MF_DEBUG_BOUND"))
-      for (auto& x : merged.list) fprintf(stderr, "front %s ctx %zu: E %.6g C %.6g\n", e.name.c_str(), k, x.crit[0], x.crit[1]);
     std::vector<Pmapping>& list = out.pmappings[k];
     list.reserve(merged.list.size());
     for (PmappingSink::Entry& x : merged.list) list.push_back(std::move(x.pm));
