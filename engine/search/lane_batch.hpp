@@ -207,6 +207,7 @@ class TileWorker {
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
   int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped
+  int64_t fanout_skipped = 0;  // choices of the level below the top skipped: their fan-out's bounds are beaten
 
  private:
   struct State;

@@ -25,6 +25,7 @@ namespace {
 
 struct Counts {
   int64_t fronts = 0, points = 0, with = 0, without = 0, dropped = 0, merged = 0, compared_all = 0, compared_none = 0;
+  int64_t fanout_skipped = 0;
 };
 
 using Front = std::vector<test::PmappingCriteria>;
@@ -48,6 +49,7 @@ void check_exact(const Workload& w, const Core& c, Counts& n) {
     n.without += b.evaluated;
     n.merged += m.evaluated;
     n.dropped += a.partial_dropped;
+    n.fanout_skipped += a.fanout_skipped + all.fanout_skipped;
     n.compared_all += all.evaluated;
     n.compared_none += none.evaluated;
     REQUIRE(a.pmappings.size() == b.pmappings.size());
@@ -113,9 +115,9 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
     MESSAGE(arch << ": " << m.fronts << " fronts, " << m.points << " points; evaluated " << m.with
                  << " with partial pruning and merging, " << m.compared_all << " comparing every level below the top, "
                  << m.merged << " with merging only, " << m.without << " with neither; " << m.dropped
-                 << " partial choices dropped");
+                 << " partial choices dropped, " << m.fanout_skipped << " choices skipped by their fan-out's bounds");
     n.fronts += m.fronts, n.points += m.points, n.with += m.with, n.without += m.without, n.dropped += m.dropped,
-        n.merged += m.merged, n.compared_all += m.compared_all;
+        n.merged += m.merged, n.compared_all += m.compared_all, n.fanout_skipped += m.fanout_skipped;
   }
   // Five ranks: more loop-order classes at the top, for the level below it.
   for (const std::string arch : {"accelforge_tpu_v4i", "gemmini_default"}) {
@@ -127,11 +129,13 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
                  << m.compared_none << " comparing none of it, " << m.merged << " with merging only, " << m.without
                  << " with neither");
     CHECK(m.compared_all < m.compared_none);  // comparing there drops choices
+    n.fanout_skipped += m.fanout_skipped;
     n.fronts += m.fronts, n.with += m.with, n.without += m.without, n.dropped += m.dropped;
   }
   CHECK(n.fronts > 20);
   // The pruning must do something, or this test compares a search with itself.
   CHECK(n.dropped > 0);
+  CHECK(n.fanout_skipped > 0);  // the fan-out bounds (TileWorker::complete) skipped choices
   CHECK(n.with < n.without);
   CHECK(n.merged < n.without);
   CHECK(n.compared_all < n.with);  // comparing the level below the top drops choices too

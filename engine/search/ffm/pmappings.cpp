@@ -583,10 +583,11 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   // Sinks per thread and context, made when a thread first works on the context.
   std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
   for (auto& v : sinks) v.resize(K);
-  int64_t evaluated = 0, pruned = 0, lane_calls = 0, partial_evaluated = 0, partial_dropped = 0, bound_skipped = 0;
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0, partial_evaluated = 0, partial_dropped = 0, bound_skipped = 0,
+          fanout_skipped = 0;
   std::vector<PartialChoices> survivors(K);
   std::vector<std::pair<uint32_t, uint32_t>> blocks;  // (context, block of kRowsPerItem rows) of a wave
-#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, partial_evaluated, partial_dropped, bound_skipped)
+#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, partial_evaluated, partial_dropped, bound_skipped, fanout_skipped)
   {
     auto& mine = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
@@ -635,6 +636,7 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     partial_evaluated += worker.partial_evaluated;
     partial_dropped += worker.partial_dropped;
     bound_skipped += worker.bound_skipped;
+    fanout_skipped += worker.fanout_skipped;
   }
   if (over.load())
     throw InputError({}, "ffm", "Einsum '" + e.name + "' has more than " + std::to_string(o.max_evaluations) +
@@ -645,6 +647,7 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   out.partial_evaluated = partial_evaluated;
   out.partial_dropped = partial_dropped;
   out.bound_skipped = bound_skipped;
+  out.fanout_skipped = fanout_skipped;
   for (size_t k = 0; k < K; ++k) {
     PmappingSink merged(tiles[k], c, out.contexts[k], tracked, o.prune);
     for (auto& v : sinks)

@@ -70,6 +70,7 @@ struct EinsumPmappings {
   int64_t partial_evaluated = 0;  // partial tile choices compared (TileSearchSpec::prune_partial)
   int64_t partial_dropped = 0;    // ... and dropped as dominated
   int64_t bound_skipped = 0;      // partial choices not completed: the context's front beat their bounds
+  int64_t fanout_skipped = 0;     // choices of the level below the top not completed: their fan-out's bounds were beaten
   int reused_from = -1;         // >= 0: copied from this Einsum's (ffm_search; nothing evaluated here)
 };
 
