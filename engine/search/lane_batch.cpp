@@ -211,9 +211,20 @@ void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& rema
   LevelChoice cur;
   const int64_t fx_max = c_.levels[l].fanout.x, fy_max = c_.levels[l].fanout.y;
   auto temporal_ok = [&](int r, int64_t f) { return f >= t_min[l][r] && f <= t_max[l][r]; };
+  // The most of each axis ranks r.. could still use (capped at the fan-out), so that a prefix
+  // that can no longer reach min_usage is abandoned before its temporal factors are enumerated
+  // (with full fan-out use required, most spatial prefixes cannot).
+  const int64_t min_x = plan_.levels[l].min_x, min_y = plan_.levels[l].min_y;
+  std::array<int64_t, kMaxRanks + 1> reach_x{}, reach_y{};
+  reach_x[static_cast<size_t>(R)] = reach_y[static_cast<size_t>(R)] = 1;
+  for (int r = R - 1; r >= 0; --r) {
+    const bool spatial = l <= top;
+    reach_x[r] = std::min(fx_max, reach_x[r + 1] * (spatial && (x_ok[l] >> r & 1) ? remaining[r] : 1));
+    reach_y[r] = std::min(fy_max, reach_y[r + 1] * (spatial && (y_ok[l] >> r & 1) ? remaining[r] : 1));
+  }
   auto rec = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
+    if (used_x * reach_x[r] < min_x || used_y * reach_y[r] < min_y) return;  // min_usage (FanoutUnderused)
     if (r == R) {
-      if (used_x < plan_.levels[l].min_x || used_y < plan_.levels[l].min_y) return;  // min_usage (FanoutUnderused)
       out.push_back(cur);
       return;
     }
@@ -875,28 +886,31 @@ struct TileWorker::State {
     std::array<double, kMaxLevels> inst{};       // instances of each free level
     FanoutKey at_d{};                            // the spatial factors of level d (x per rank, then y)
   };
-  std::vector<OuterFanout> outer;
+  std::vector<OuterFanout> outer_made;           // make_outer_fanouts' result
+  const std::vector<OuterFanout>* outer_last = nullptr;  // the last outer_fanouts' result
   // outer_fanouts per (d, rem) of the bound search: a level's choices are bounded one by one,
   // with few distinct remainders among them.
   using FanoutsKey = std::array<int64_t, kMaxRanks + 1>;
   std::unordered_map<FanoutsKey, std::vector<OuterFanout>, GroupKeyHash> fanout_cache;
 
-  void outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {
+  const std::vector<OuterFanout>& outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {
     FanoutsKey ck;
     ck[0] = d;
     std::copy(rem.begin(), rem.end(), ck.begin() + 1);
-    if (const auto it = fanout_cache.find(ck); it != fanout_cache.end()) {
-      outer.assign(it->second.begin(), it->second.end());
-      return;
+    auto it = fanout_cache.find(ck);
+    if (it == fanout_cache.end()) {
+      make_outer_fanouts(d, rem);
+      if (fanout_cache.size() >= 4096) fanout_cache.clear();  // bounded memory
+      it = fanout_cache.emplace(ck, outer_made).first;
     }
-    make_outer_fanouts(d, rem);
-    if (fanout_cache.size() >= 4096) fanout_cache.clear();  // bounded memory
-    fanout_cache.emplace(ck, outer);
+    outer_last = &it->second;
+    return it->second;
   }
 
   void make_outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {
     const EvalPlan& p = s->plan_;
     const int L = s->L, R = s->R, T = s->T, top = s->top;
+    std::vector<OuterFanout>& outer = outer_made;
     outer.clear();
     std::array<int64_t, kMaxRanks> left = rem;
     std::array<std::array<int64_t, 2>, kMaxLevels> used;  // per level and axis
@@ -971,7 +985,7 @@ struct TileWorker::State {
   bool completion_bounds(int d, const std::array<int64_t, kMaxRanks>& rem) {
     bounds.clear();
     if (!reference(d, rem)) return false;
-    outer_fanouts(d, rem);
+    const std::vector<OuterFanout>& outer = outer_fanouts(d, rem);
     if (classify) outer_beaten.assign(outer.size(), 0);
     const EvalPlan& p = s->plan_;
     const int L = s->L, R = s->R, T = s->T;
@@ -1051,8 +1065,26 @@ struct TileWorker::State {
     const size_t first = bounds.size();
     bounds.resize(first + K * outer.size());
     std::array<double, kMaxTensors> mult{};
-    for (size_t oi = 0; oi < outer.size(); ++oi) {
-      const OuterFanout& o = outer[oi];
+    // Checking only (completions_beaten) with several fan-outs: first one bound for all of them,
+    // every quantity at its most favourable over the fan-outs (most instances and multicast, the
+    // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
+    // not index: mult below). Each term of the cost only falls with these, so no completion
+    // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
+    const bool relaxed_first = (stop_unbeaten || record_relaxed) && outer.size() > 1;
+    relaxed_energy.clear();
+    relaxed_cycles.clear();
+    OuterFanout sup;
+    if (relaxed_first) {
+      sup = outer[0];
+      for (const OuterFanout& o : outer) {
+        sup.used = std::max(sup.used, o.used);
+        for (int t = 0; t < T; ++t) sup.irr[t] = std::max(sup.irr[t], o.irr[t]), sup.mc[t] = std::max(sup.mc[t], o.mc[t]);
+        for (int l = 0; l < L; ++l) sup.inst[l] = std::max(sup.inst[l], o.inst[l]);
+      }
+    }
+    for (ptrdiff_t oi_ = relaxed_first ? -1 : 0; oi_ < static_cast<ptrdiff_t>(outer.size()); ++oi_) {
+      const size_t oi = static_cast<size_t>(std::max<ptrdiff_t>(oi_, 0));
+      const OuterFanout& o = oi_ < 0 ? sup : outer[oi];
       const double steps = std::ceil(c.compute_cycles / o.used);
       std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
       std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
@@ -1142,6 +1174,22 @@ struct TileWorker::State {
         }
         return all;
       };
+      if (oi_ < 0) {  // spread = mult * used / ref_mult at its least: no irrelevant rank split
+        for (int t = 0; t < T; ++t) {
+          mult[t] = 1 / o.used;
+          for (int r = 0; r < R; ++r)
+            if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(rem[r]);
+        }
+        cost_with();
+        bool all = stop_unbeaten;
+        for (size_t k = 0; k < K; ++k) {
+          relaxed_energy.push_back(best[k] * (1 - 1e-12));
+          relaxed_cycles.push_back(fastest[k]);
+          if (all) all = sink->beaten(relaxed_energy.back(), fastest[k], b, own[k]);
+        }
+        if (all) return true;  // every completion is beaten (bounds not filled: not needed)
+        continue;
+      }
       // First every tensor at its own fewest iterations (its ranks innermost), a bound for any
       // order: where the sink beats it, no order needs trying.
       for (int t = 0; t < T; ++t) {
@@ -1186,6 +1234,9 @@ struct TileWorker::State {
   }
   // completions_beaten: stop at the first bound the sink does not beat.
   bool stop_unbeaten = false, unbeaten = false;
+  // The bound for all fan-outs at once, per kept set (check_bounds tests it: record_relaxed).
+  bool record_relaxed = false;
+  std::vector<double> relaxed_energy, relaxed_cycles;
   // classify_fanouts: whether the sink beats every bound of each outer fan-out (outer_beaten).
   bool classify = false;
   std::vector<uint8_t> outer_beaten;
@@ -1215,6 +1266,7 @@ struct TileWorker::State {
     if (!made) return false;
     fanout_dead.clear();
     all_beaten = true;
+    const std::vector<OuterFanout>& outer = *outer_last;
     for (size_t oi = 0; oi < outer.size(); ++oi) {
       fanout_dead.emplace_back(outer[oi].at_d, outer_beaten[oi] != 0);
       all_beaten = all_beaten && outer_beaten[oi];
@@ -1506,12 +1558,20 @@ bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size
   bool any = false;
   // The bounds of chosen[0..d) with `rem` left, against every completion.
   auto check_one = [&](int d, const std::array<int64_t, kMaxRanks>& rem) {
-    if (!st.completion_bounds(d, rem)) return;
+    st.record_relaxed = true;
+    const bool made = st.completion_bounds(d, rem);
+    st.record_relaxed = false;
+    if (!made) return;
     any = true;
-    const std::vector<State::OuterFanout> outer = st.outer;
+    const std::vector<State::OuterFanout> outer = *st.outer_last;
     const auto bounds = st.bounds;
+    const std::vector<double> relaxed_energy = st.relaxed_energy, relaxed_cycles = st.relaxed_cycles;
     sink.report = [&](const CompactCost& cost, int k) {
       check(cost, bounds[static_cast<size_t>(k)].energy, bounds[static_cast<size_t>(k)].cycles);
+      if (!relaxed_energy.empty()) {  // the bound for every fan-out at once, of the lane's kept set
+        const size_t j = static_cast<size_t>(k) / outer.size();
+        check(cost, relaxed_energy[j], relaxed_cycles[j]);
+      }
     };
     sink.match = [&](const TileCandidate& cand) {
       State::OuterFanout o;
