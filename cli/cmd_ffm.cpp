@@ -39,7 +39,7 @@ Command add_ffm_command(CLI::App& app) {
   struct Options {
     std::string arch = "tpuv4i", workload, objective = "edp";
     ZooParams zoo;
-    bool no_fusion = false, json = false, front = false, no_partial = false;
+    bool no_fusion = false, json = false, front = false, no_partial = false, all_orders = false;
     std::vector<std::string> must_fuse, must_not_fuse;
     int64_t max_memory_mib = 0;
     double epsilon = 0;
@@ -61,6 +61,9 @@ Command add_ffm_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-partial-pruning", o->no_partial,
                 "enumerate every tile choice without comparing partial ones first (exact either way; for measuring)");
+  cmd->add_flag("--all-orders", o->all_orders,
+                "join in every order of the Einsums that respects their data dependences (which Einsums can be "
+                "fused depends on it) and keep the best of all");
   cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
   cmd->add_flag("--json", o->json, "print the result as JSON");
   return {cmd, [o]() {
@@ -77,6 +80,7 @@ Command add_ffm_command(CLI::App& app) {
                                 : ffm_tensor_indices(w, o->must_fuse, "--must-fuse");
             opt.max_memory_mib = o->max_memory_mib;
             opt.epsilon = o->epsilon;
+            opt.all_orders = o->all_orders;
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);
             int64_t evaluated = 0, kept = 0;
@@ -89,6 +93,7 @@ Command add_ffm_command(CLI::App& app) {
               j["arch"] = core.name;
               j["objective"] = std::string(to_string(objective));
               j["found"] = best != nullptr;
+              j["orders_joined"] = r.orders;
               if (best) {
                 j["energy_pj"] = best->energy_pj;
                 j["cycles"] = best->cycles;
@@ -126,9 +131,10 @@ Command add_ffm_command(CLI::App& app) {
             }
             fmt::print("{} on {}: {} Einsums, {} of {} contexts matchable, {} tile mappings evaluated, {} pmappings kept\n",
                        w.name, core.name, w.einsums.size(), r.contexts_matched, r.contexts, evaluated, kept);
-            fmt::print("  generation {:.2f} s ({:.2f} CPU-s), join {:.2f} s ({:.2f} CPU-s, {} combinations), "
+            fmt::print("  generation {:.2f} s ({:.2f} CPU-s), join {:.2f} s ({:.2f} CPU-s, {} combinations{}), "
                        "records {:.1f} MiB, peak RSS {:.0f} MiB\n",
                        r.generation_seconds, r.generation_cpu_seconds, r.join_seconds, r.join_cpu_seconds, combinations,
+                       r.orders > 1 ? fmt::format(" in the first of {} Einsum orders", r.orders) : std::string(),
                        static_cast<double>(r.peak_records_bytes) / (1 << 20), peak_rss_mib());
             if (!best) {
               fmt::print("  no fused mapping fits core '{}'\n", core.name);

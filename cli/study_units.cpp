@@ -224,6 +224,7 @@ FfmSetup ffm_setup(const nlohmann::json& p) {
   }
   s.opt.max_memory_mib = p.at("max_memory_mib").get<int64_t>();
   s.opt.epsilon = p.at("epsilon").get<double>();
+  s.opt.all_orders = p.value("all_orders", false);
   return s;
 }
 
@@ -328,7 +329,7 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
       const ffm::FfmResult f =
           ffm::ffm_join(s.w, s.core(),
                         ffm::merge_pmapping_slices(s.w, s.core(), ffm::matchable_contexts(s.w, s.core(), s.opt), slices),
-                        s.opt.max_memory_mib << 20, s.opt.epsilon);
+                        s.opt.max_memory_mib << 20, s.opt.epsilon, s.opt.all_orders);
       const ffm::FfmSolution* best = f.best(s.objective);
       if (!best) {
         const std::string why = ffm::empty_join_reason(s.w, f);

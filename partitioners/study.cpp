@@ -242,6 +242,7 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     s.method.epsilon = m->opt_number("epsilon").value_or(0);
     if (!(s.method.epsilon >= 0) || !std::isfinite(s.method.epsilon)) m->fail("epsilon", "must be >= 0 (0 = one exact join)");
     s.method.group_identical = m->opt_bool("group_identical").value_or(true);
+    s.method.all_orders = m->opt_bool("all_orders").value_or(false);
     if (m->has("seeds")) {
       s.method.seeds.clear();
       const toml::array* arr = doc["method"]["seeds"].as_array();
@@ -341,7 +342,8 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
                                {"tokens", w.tokens},         {"objective", m.objective},
                                {"fusion", m.fusion},         {"must_fuse", m.must_fuse},
                                {"must_fuse_others", m.must_fuse_others}, {"must_not_fuse", m.must_not_fuse},
-                               {"max_memory_mib", m.max_memory_mib}, {"workload_label", workload_label(s, wi)}, {"epsilon", m.epsilon}};
+                               {"max_memory_mib", m.max_memory_mib}, {"workload_label", workload_label(s, wi)}, {"epsilon", m.epsilon},
+                               {"all_orders", m.all_orders}};
         for (const std::string& method : m.names) {
           if (method == "ffm") {
             for (size_t i = 0; i < einsums[wi].size(); ++i)

@@ -90,6 +90,7 @@ struct StudyMethod {
   bool must_fuse_others = false;  // must_fuse = "others": every intermediate not in must_not_fuse
   int64_t max_memory_mib = 0;   // ffm: stop the join with a clear error beyond this (0 = none)
   double epsilon = 0;           // ffm: two-pass epsilon pruning of the join (0 = one exact join)
+  bool all_orders = false;      // ffm: join in every order of the Einsums (FfmOptions::all_orders)
 };
 
 struct Study {

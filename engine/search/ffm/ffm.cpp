@@ -5,6 +5,7 @@
 #include <cmath>
 #include <ctime>
 #include <fmt/format.h>
+#include <numeric>
 #include <unordered_map>
 
 #include "engine/common/error.hpp"
@@ -357,8 +358,10 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
 
 }  // namespace
 
-FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes,
-                   double epsilon) {
+namespace {
+
+FfmResult join_in_order(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes,
+                        double epsilon) {
   if (!(epsilon > 0)) return join_impl(w, c, std::move(pm), max_memory_bytes, 0, {});
   // Two passes (section 6.3): a dirty join on rounded criteria gives real full mappings; the
   // clean, exact join then drops every partial mapping one of them strictly beats.
@@ -368,6 +371,133 @@ FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings
   FfmResult r = join_impl(w, c, std::move(pm), max_memory_bytes, 0, std::move(bound));
   for (const JoinStep& st : dirty.steps) r.dirty_kept += st.kept;
   return r;
+}
+
+// The workload with its Einsums in `order` and the pmappings to match (tensor indices follow the
+// reordered workload's tensor table).
+struct Reordered {
+  Workload w;
+  std::vector<EinsumPmappings> pm;
+};
+
+Reordered reorder(const Workload& w, const std::vector<EinsumPmappings>& pm, const std::vector<int>& order) {
+  Reordered r;
+  r.w.name = w.name;
+  for (int i : order) r.w.einsums.push_back(w.einsums[static_cast<size_t>(i)]);
+  if (!w.counts.empty())
+    for (int i : order) r.w.counts.push_back(w.counts[static_cast<size_t>(i)]);
+  finalize(r.w);  // keeps an order that is already topological
+  for (size_t k = 0; k < order.size(); ++k)
+    if (r.w.einsums[k].name != w.einsums[static_cast<size_t>(order[k])].name)
+      throw std::logic_error("ffm: reordering changed the order");
+  std::vector<int> tensor(w.tensors.size());
+  for (size_t t = 0; t < w.tensors.size(); ++t) tensor[t] = r.w.tensor_index(w.tensors[t].name);
+  for (size_t k = 0; k < order.size(); ++k) {
+    EinsumPmappings p = pm[static_cast<size_t>(order[k])];
+    p.einsum = static_cast<int>(k);
+    p.reused_from = -1;
+    for (PmappingContext& ctx : p.contexts) {
+      for (TensorCompat& tc : ctx.compat) tc.tensor = tensor[static_cast<size_t>(tc.tensor)];
+      std::sort(ctx.compat.begin(), ctx.compat.end(),
+                [](const TensorCompat& a, const TensorCompat& b) { return a.tensor < b.tensor; });
+    }
+    r.pm.push_back(std::move(p));
+  }
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> einsum_orders(const Workload& w, size_t max_orders) {
+  const int E = static_cast<int>(w.einsums.size());
+  // after[i][j]: j reads a tensor i produces; waiting[j]: such i not placed yet.
+  std::vector<std::vector<uint8_t>> after(static_cast<size_t>(E), std::vector<uint8_t>(static_cast<size_t>(E), 0));
+  std::vector<int> waiting(static_cast<size_t>(E), 0);
+  for (const TensorInfo& t : w.tensors)
+    if (t.producer >= 0)
+      for (int j : t.consumers)
+        if (j != t.producer && !after[t.producer][j]) after[t.producer][j] = 1, ++waiting[j];
+  std::vector<std::vector<int>> out;
+  std::vector<int> cur;
+  std::vector<uint8_t> placed(static_cast<size_t>(E), 0);
+  auto rec = [&](auto&& self) -> void {
+    if (static_cast<int>(cur.size()) == E) {
+      if (out.size() == max_orders)
+        throw InputError({}, "ffm",
+                         fmt::format("workload '{}' has more than {} orders of its Einsums that respect their data "
+                                     "dependences; join in the workload's order only",
+                                     w.name, max_orders));
+      out.push_back(cur);
+      return;
+    }
+    for (int i = 0; i < E; ++i) {
+      if (placed[i] || waiting[i] > 0) continue;
+      placed[i] = 1;
+      cur.push_back(i);
+      for (int j = 0; j < E; ++j) waiting[j] -= after[i][j];
+      self(self);
+      for (int j = 0; j < E; ++j) waiting[j] += after[i][j];
+      cur.pop_back();
+      placed[i] = 0;
+    }
+  };
+  rec(rec);
+  // The workload's own order (topological by finalize) first.
+  std::vector<int> identity(static_cast<size_t>(E));
+  std::iota(identity.begin(), identity.end(), 0);
+  const auto it = std::find(out.begin(), out.end(), identity);
+  if (it != out.end()) std::rotate(out.begin(), it, it + 1);
+  return out;
+}
+
+FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pm, int64_t max_memory_bytes,
+                   double epsilon, bool all_orders) {
+  if (!all_orders) return join_in_order(w, c, std::move(pm), max_memory_bytes, epsilon);
+  const std::vector<std::vector<int>> orders = einsum_orders(w, kMaxEinsumOrders);
+  const int E = static_cast<int>(w.einsums.size());
+  const std::vector<EinsumPmappings> mine = pm;  // the first join consumes its copy
+  FfmResult out = join_in_order(w, c, std::move(pm), max_memory_bytes, epsilon);
+  out.orders = static_cast<int64_t>(orders.size());
+  std::vector<FfmSolution> all = std::move(out.pareto);
+  for (size_t k = 1; k < orders.size(); ++k) {
+    const std::vector<int>& order = orders[k];
+    Reordered ro = reorder(w, mine, order);
+    FfmResult r = join_in_order(ro.w, c, std::move(ro.pm), max_memory_bytes, epsilon);
+    out.peak_records_bytes = std::max(out.peak_records_bytes, r.peak_records_bytes);
+    out.dirty_kept += r.dirty_kept;
+    for (FfmSolution& s : r.pareto) {
+      FfmSolution t;
+      t.peak = s.peak;
+      t.order = order;
+      t.choices.resize(static_cast<size_t>(E));
+      for (int j = 0; j < E; ++j) t.choices[static_cast<size_t>(order[j])] = s.choices[static_cast<size_t>(j)];
+      t.tree = std::move(s.tree);
+      for (FusionGroup& g : t.tree.groups)
+        for (int& e : g.einsums) e = order[static_cast<size_t>(e)];
+      all.push_back(std::move(t));
+    }
+  }
+  // Criteria summed in workload order (as the workload-order join sums them), then the front:
+  // by energy, then latency, then order of discovery; a point stays if it is faster than every
+  // point before it.
+  for (FfmSolution& s : all) {
+    s.energy_pj = 0;
+    s.cycles = 0;
+    for (int i = 0; i < E; ++i) {
+      const Choice& ch = s.choices[static_cast<size_t>(i)];
+      const Pmapping& p =
+          out.pmappings[static_cast<size_t>(i)].pmappings[static_cast<size_t>(ch.context)][static_cast<size_t>(ch.pmapping)];
+      s.energy_pj += p.energy_pj;
+      s.cycles += p.cycles;
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const FfmSolution& a, const FfmSolution& b) {
+    return a.energy_pj != b.energy_pj ? a.energy_pj < b.energy_pj : a.cycles < b.cycles;
+  });
+  out.pareto.clear();
+  for (FfmSolution& s : all)
+    if (out.pareto.empty() || s.cycles < out.pareto.back().cycles) out.pareto.push_back(std::move(s));
+  return out;
 }
 
 void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
@@ -451,7 +581,7 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   }
   const auto t1 = std::chrono::steady_clock::now();
   const std::clock_t c1 = std::clock();
-  FfmResult r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20, o.epsilon);
+  FfmResult r = ffm_join(w, c, std::move(pm), o.max_memory_mib << 20, o.epsilon, o.all_orders);
   r.contexts = all;
   r.contexts_matched = kept;
   r.generation_seconds = std::chrono::duration<double>(t1 - t0).count();

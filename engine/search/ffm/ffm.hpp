@@ -34,7 +34,18 @@ struct FfmOptions {
   // partial mapping strictly worse in energy and latency than one of the dirty pass's complete
   // mappings. The result is the exact front either way; 0 = one exact join.
   double epsilon = 0;
+  // Join in every order of the Einsums that respects their data dependences (the paper's
+  // footnote 4; einsum_orders) and keep the front of all of them; false: the workload's order
+  // only. The order decides which Einsums can form a fusion group (a run of consecutive
+  // Einsums), e.g. GPT-3's V next to AV; pmappings do not depend on it and are generated once.
+  bool all_orders = false;
 };
+
+// Every order of w's Einsums in which each Einsum comes after the producers of the tensors it
+// reads, as indices into w.einsums, the workload's own order first, the others in lexicographic
+// order. Throws InputError when there are more than max_orders.
+std::vector<std::vector<int>> einsum_orders(const Workload& w, size_t max_orders);
+inline constexpr size_t kMaxEinsumOrders = 10000;
 
 // Drops every context that contradicts o.must_fuse / o.must_not_fuse. Throws InputError when a
 // named tensor is not an intermediate (produced by one Einsum and consumed by another) or is in
@@ -53,6 +64,7 @@ struct FfmSolution {
   double cycles = 0;           // sum of their latencies
   std::array<int64_t, kMaxLevels> peak{};  // usage per level and instance, max over all branches
   std::vector<Choice> choices;  // per Einsum
+  std::vector<int> order;       // the Einsums in execution order (FfmOptions::all_orders); empty: the workload's
   LoopTree tree;
   double edp() const { return energy_pj * cycles; }
 };
@@ -79,6 +91,7 @@ struct FfmResult {
   double generation_seconds = 0, generation_cpu_seconds = 0, join_seconds = 0, join_cpu_seconds = 0;
   int64_t peak_records_bytes = 0;  // the memory estimate max_memory_mib is checked against
   int64_t dirty_kept = 0;          // partial mappings kept over the dirty pass's steps (epsilon > 0)
+  int64_t orders = 1;              // Einsum orders joined (FfmOptions::all_orders); `steps` are the first's
   // The solution minimising the objective (the first on the front among equals); nullptr when
   // no fused mapping fits.
   const FfmSolution* best(Objective o) const;
@@ -91,10 +104,12 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {})
 std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts);
 
 // Step 2 alone, on given pmappings (one EinsumPmappings per Einsum, in workload order).
-// max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit); epsilon as in
-// FfmOptions (> 0: the two passes).
+// max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit, checked per order);
+// epsilon and all_orders as in FfmOptions. With all_orders every solution's energy and latency
+// are summed in workload order, so that a mapping found in several orders compares equal; the
+// front keeps the first order's among equal points.
 FfmResult ffm_join(const Workload& w, const Core& c, std::vector<EinsumPmappings> pmappings,
-                   int64_t max_memory_bytes = 0, double epsilon = 0);
+                   int64_t max_memory_bytes = 0, double epsilon = 0, bool all_orders = false);
 
 // Why a join found no fused mapping: the first Einsum after which no partial mapping was left,
 // with the step's counts ("" when the join found one).
