@@ -14,6 +14,8 @@ head -n 6 "$fixtures/chain3.toml" | sed 's/name = "chain3"/name = "single"/' >"$
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --no-fusion >"$tmp/unfused.json"
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --must-not-fuse T1 --must-fuse T2 >"$tmp/fixed.json"
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" >"$tmp/text.txt"
+# A chain has one order of its Einsums: joining in every order changes nothing.
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --all-orders >"$tmp/orders.json"
 /usr/bin/python3 - "$tmp" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -26,6 +28,8 @@ for j in (f, u, x):
         assert not any(b != a and b[0] <= a[0] and b[1] <= a[1] for b in front), front
     assert min(e * c for e, c in front) == j['edp']   # the EDP optimum is on the front
     assert j['generation_cpu_seconds'] >= 0 and j['join_seconds'] >= 0 and j['pmappings_kept'] > 0
+o = json.load(open(f'{d}/orders.json'))
+assert o['orders_joined'] == 1 and o['edp'] == f['edp'] and o['front'] == f['front'], (o['orders_joined'], o['edp'], f['edp'])
 # The free search is never worse than its restrictions; here fusion pays.
 assert f['edp'] <= x['edp'] and f['edp'] <= u['edp'], (f['edp'], x['edp'], u['edp'])
 assert f['edp'] < u['edp'], (f['edp'], u['edp'])
