@@ -81,9 +81,24 @@ Command add_run_command(CLI::App& app) {
               journal = std::make_unique<JournalWriter>(journal_path(output), study.toml_text, true, slice);
               results = journal->recovered().results;
             }
-            // Only the master dispatches: it leaves out the units its journal already holds.
-            std::set<std::string> finished;
-            for (const auto& r : results) finished.insert(r.unit_id);
+            // Only the master dispatches: it leaves out the units its journal already holds. A
+            // journaled result of a unit the study no longer has (its units' parameters changed,
+            // e.g. with another mapfuse version) would be kept beside its recomputed twin: refuse.
+            std::set<std::string> finished, ids;
+            for (const WorkUnit& u : units) ids.insert(u.id);
+            size_t stale = 0;
+            for (const auto& r : results) {
+              if (r.kind == "ffm_join") continue;  // made by the master from the slices, not a unit
+              finished.insert(r.unit_id);
+              stale += ids.count(r.unit_id) == 0;
+            }
+            if (stale > 0)
+              throw InputError({}, journal_path(output),
+                               fmt::format("holds {} results of units this study does not have (their parameters "
+                                           "changed since the journal was written, e.g. with another mapfuse "
+                                           "version); resume with the version that wrote it, or write to a new "
+                                           "--output",
+                                           stale));
             std::erase_if(units, [&](const WorkUnit& u) { return finished.count(u.id) > 0; });
             if (master && !finished.empty() && !o->quiet)
               fmt::print(stderr, "resuming {}: {} of {} units already journaled\n", what, finished.size(), total);

@@ -58,4 +58,8 @@ pattern="method.toml:[0-9]+.*method.name: unknown method 'randm'.*did you mean '
 pattern="cannot write"; expect2 "$bin" run "$tmp/study.toml" --output /proc/nope/x.h5
 sed 's/seeds = \[3, 4\]/seeds = [5]/' "$tmp/study.toml" >"$tmp/other.toml"
 pattern='different study'; expect2 "$bin" run "$tmp/other.toml" --output "$tmp/ref/ref.h5"
+# A journal whose units this study does not have (as another version's unit parameters would
+# leave it): refused, not kept beside recomputed twins.
+mkdir -p "$tmp/stale" && sed '2s/"unit_id":"[^"]*"/"unit_id":"not-a-unit-of-this-study"/' "$tmp/killed/k.h5.journal" >"$tmp/stale/s.h5.journal"
+pattern='s.h5.journal.*holds 1 results of units this study does not have'; expect2 "$bin" run "$tmp/study.toml" --output "$tmp/stale/s.h5"
 exit $fail
