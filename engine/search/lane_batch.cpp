@@ -1251,9 +1251,9 @@ struct TileWorker::State {
     return true;
   }
 
-  // Level d's spatial factors after classify_fanouts, sorted, each with whether every completion
-  // using them is beaten (all outer fan-outs that include them); extend_level skips the choices
-  // of level `filter_level` whose factors are listed as beaten.
+  // Level d's spatial factors after classify_fanouts whose every completion is beaten (all outer
+  // fan-outs that include them), sorted; extend_level skips the choices of level `filter_level`
+  // with these factors.
   std::vector<std::pair<FanoutKey, bool>> fanout_dead;
   int filter_level = -1;
 
@@ -1280,6 +1280,7 @@ struct TileWorker::State {
         fanout_dead[m++] = fanout_dead[i];
     }
     fanout_dead.resize(m);
+    std::erase_if(fanout_dead, [](const std::pair<FanoutKey, bool>& e) { return !e.second; });  // only the beaten
     return true;
   }
   bool fanout_beaten(const LevelChoice& ch) const {
@@ -1291,7 +1292,7 @@ struct TileWorker::State {
     }
     const auto it = std::lower_bound(fanout_dead.begin(), fanout_dead.end(), k,
                                      [](const std::pair<FanoutKey, bool>& a, const FanoutKey& b) { return a.first < b; });
-    return it != fanout_dead.end() && it->first == k && it->second;
+    return it != fanout_dead.end() && it->first == k;
   }
 
   std::vector<double> comps;  // per stored partial choice of the next level, `D` each
@@ -1508,7 +1509,7 @@ struct TileWorker::State {
           ++owner->bound_skipped;
           continue;
         }
-        filter_level = d;
+        if (!fanout_dead.empty()) filter_level = d;  // else no choice can be skipped by its fan-out
       }
       extend_level(d, r, 1, true);
       filter_level = -1;

@@ -41,19 +41,25 @@ Core ffm_test_core(int64_t glb, int64_t reg, int64_t fanout_x = 1) {
 
 // X: T1 = T0 W0, Y: T2 = T1 W1, Z: T3 = T2 W2, then the residual Q: T4 = T3 + T1. Fused as one
 // group, T1 stays live on chip during Z's branch although Z does not touch it.
+// out[m,n] = a[m,n] + b[m,n] (M x N).
+Einsum add(std::string name, int64_t M, int64_t N, std::string a, std::string b, std::string out) {
+  Einsum q;
+  q.name = std::move(name);
+  q.op = OpKind::Elementwise;
+  q.ranks = {{"M", M}, {"N", N}};
+  const std::vector<Projection> mn = {{{0, 1}}, {{1, 1}}};
+  q.tensors = {{std::move(a), TensorRole::Input, mn, 8}, {std::move(b), TensorRole::Input, mn, 8},
+               {std::move(out), TensorRole::Output, mn, 8}};
+  return q;
+}
+
 Workload residual(int64_t M, int64_t N) {
   Workload w;
   w.name = "residual";
   w.einsums.push_back(make_matmul("X", M, N, N, "T0", "W0", "T1"));
   w.einsums.push_back(make_matmul("Y", M, N, N, "T1", "W1", "T2"));
   w.einsums.push_back(make_matmul("Z", M, N, N, "T2", "W2", "T3"));
-  Einsum q;
-  q.name = "Q";
-  q.op = OpKind::Elementwise;
-  q.ranks = {{"M", M}, {"N", N}};
-  const std::vector<Projection> mn = {{{0, 1}}, {{1, 1}}};
-  q.tensors = {{"T3", TensorRole::Input, mn, 8}, {"T1", TensorRole::Input, mn, 8}, {"T4", TensorRole::Output, mn, 8}};
-  w.einsums.push_back(q);
+  w.einsums.push_back(add("Q", M, N, "T3", "T1", "T4"));
   finalize(w);
   return w;
 }
@@ -463,13 +469,7 @@ Workload branch(int64_t M, int64_t N) {
   w.einsums.push_back(make_matmul("X", M, N, N, "T0", "W0", "T1"));
   w.einsums.push_back(make_matmul("Y", M, N, N, "T1", "W1", "T2"));
   w.einsums.push_back(make_matmul("Z", M, N, N, "T5", "W2", "T3"));
-  Einsum q;
-  q.name = "Q";
-  q.op = OpKind::Elementwise;
-  q.ranks = {{"M", M}, {"N", N}};
-  const std::vector<Projection> mn = {{{0, 1}}, {{1, 1}}};
-  q.tensors = {{"T2", TensorRole::Input, mn, 8}, {"T3", TensorRole::Input, mn, 8}, {"T4", TensorRole::Output, mn, 8}};
-  w.einsums.push_back(q);
+  w.einsums.push_back(add("Q", M, N, "T2", "T3", "T4"));
   finalize(w);
   return w;
 }
