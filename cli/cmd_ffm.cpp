@@ -12,6 +12,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/search/mapspace_toml.hpp"
 #include "engine/workload/load.hpp"
 
 namespace mapfuse::cli {
@@ -37,7 +38,7 @@ Command add_ffm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("ffm", "Optimal fused mapping of a workload (FFM: pmappings, compatibility, "
                                         "Pareto pruning, joining; exact)");
   struct Options {
-    std::string arch = "tpuv4i", workload, objective = "edp";
+    std::string arch = "tpuv4i", workload, objective = "edp", constraints;
     ZooParams zoo;
     bool no_fusion = false, json = false, front = false, no_partial = false, all_orders = false;
     std::vector<std::string> must_fuse, must_not_fuse;
@@ -64,6 +65,8 @@ Command add_ffm_command(CLI::App& app) {
   cmd->add_flag("--all-orders", o->all_orders,
                 "join in every order of the Einsums that respects their data dependences (which Einsums can be "
                 "fused depends on it) and keep the best of all");
+  cmd->add_option("--constraints", o->constraints,
+                  "mapspace constraints TOML ([[constraint]] tables, as for `map`) on every Einsum's tile mappings");
   cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
   cmd->add_flag("--json", o->json, "print the result as JSON");
   return {cmd, [o]() {
@@ -81,6 +84,7 @@ Command add_ffm_command(CLI::App& app) {
             opt.max_memory_mib = o->max_memory_mib;
             opt.epsilon = o->epsilon;
             opt.all_orders = o->all_orders;
+            if (!o->constraints.empty()) opt.pmappings.constraints = load_constraints(o->constraints);
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);
             int64_t evaluated = 0, kept = 0;

@@ -39,6 +39,53 @@ assert x['groups'] == [['MM0'], ['MM1', 'MM2']], x['groups']
 print('ffm cli ok')
 PY
 grep -q "optimum (edp)" "$tmp/text.txt" && grep -q "^group 1: " "$tmp/text.txt"
+# Mapspace constraints (--constraints, as for `map`): AccelForge's pmapping template for its eyeriss
+# optimum (docs/validation.md). Unfused, the fused search must agree with the exhaustive mapper
+# under the same constraints, Einsum by Einsum, and lands on AccelForge's mapping; mapfuse's own
+# mapspace holds a cheaper one.
+cat >"$tmp/af_template.toml" <<'T'
+[[constraint]]
+level = "MainMemory"
+temporal_order = ["K", "N"]
+[[constraint]]
+level = "GlobalBuffer"
+temporal_order = ["M"]
+keep = ["weight"]
+spatial_x = ["M"]
+spatial_y = ["K"]
+[[constraint]]
+level = "InputScratchpad"
+temporal_order = ["N"]
+[[constraint]]
+level = "WeightScratchpad"
+temporal_order = ["M"]
+[[constraint]]
+level = "OutputScratchpad"
+temporal_order = ["K"]
+T
+{
+  echo 'name = "matmuls"'
+  for i in 0 1; do
+    echo "[[einsum]]"
+    echo "name = \"Matmul$i\""
+    echo 'ranks = { M = 64, N = 64, K = 64 }'
+    echo "tensors = [ { name = \"T$i\", role = \"input\", dims = [\"m\", \"k\"] }, { name = \"W$i\", role = \"weight\", dims = [\"k\", \"n\"] }, { name = \"T$((i + 1))\", role = \"output\", dims = [\"m\", \"n\"] } ]"
+  done
+} >"$tmp/matmuls.toml"
+"$bin" ffm --workload "$tmp/matmuls.toml" --arch accelforge_eyeriss --no-fusion --constraints "$tmp/af_template.toml" --json >"$tmp/c.json"
+"$bin" ffm --workload "$tmp/matmuls.toml" --arch accelforge_eyeriss --no-fusion --json >"$tmp/free.json"
+"$bin" map --workload "$tmp/matmuls.toml" --arch accelforge_eyeriss --layer Matmul0 --constraints "$tmp/af_template.toml" >"$tmp/map.txt"
+/usr/bin/python3 - "$tmp" <<'PY'
+import json, re, sys
+d = sys.argv[1]
+c, free = json.load(open(f'{d}/c.json')), json.load(open(f'{d}/free.json'))
+m = re.search(r'best \(edp\)\s+energy ([0-9.e+]+) pJ\s+cycles ([0-9]+)', open(f'{d}/map.txt').read())
+assert m, open(f'{d}/map.txt').read()
+assert abs(c['energy_pj'] - 2 * float(m.group(1))) <= 1e-5 * c['energy_pj'], (c['energy_pj'], m.group(1))
+assert c['cycles'] == 2 * int(m.group(2)), (c['cycles'], m.group(2))
+assert 'GlobalBuffer[W0] M=4 M=8@x K=8@y | InputScratchpad[T0] N=64 | WeightScratchpad[W0] M=2 | OutputScratchpad[T1] K=8' in c['looptree'], c['looptree']
+assert free['energy_pj'] < 0.95 * c['energy_pj'] and free['cycles'] == c['cycles'], (free['energy_pj'], c['energy_pj'])
+PY
 expect_error() {  # message, then the command's arguments
   local msg="$1"; shift
   set +e
@@ -49,6 +96,8 @@ expect_error() {  # message, then the command's arguments
 }
 expect_error "unknown objective 'latncy'.*did you mean 'latency'" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --objective latncy
 expect_error "no producer/consumer pair" --workload "$tmp/single.toml" --arch "$tmp/arch.toml"
+printf '[[constraint]]\nlevel = "Buffer"\nlayer = "MM7"\ntemporal_order = ["M"]\n' >"$tmp/bad_layer.toml"
+expect_error "bad_layer.toml:1: layer: no Einsum 'MM7'" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --constraints "$tmp/bad_layer.toml"
 expect_error "no tensor 'T9'" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --must-fuse T9
 expect_error "tensor 'W0' is not exchanged.*no Einsum produces it" --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --must-fuse W0
 # A core whose outermost level is bounded and smaller than a tensor: no level can hold it.

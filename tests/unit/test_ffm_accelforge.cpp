@@ -5,11 +5,16 @@
 // docs/validation.md ("FFM against AccelForge") and scripts/ffm_crosscheck.sh.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <sstream>
 
+#include "engine/search/exhaustive.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/search/mapspace_toml.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -61,18 +66,19 @@ Workload matmuls(int n, int64_t M, int64_t KN) {
   return w;
 }
 
-// AccelForge's regression (tests/test_regression.py) minimises energy; "fused" keeps its
-// MainMemory's `keep: ~Intermediates`, so every intermediate MUST stay on chip (mapfuse: must_fuse
-// all of them), "unfused" sets MainMemory `keep: All`, so every tensor goes through DRAM (mapfuse:
-// no fusion). Returns mapfuse's energy-optimal solution.
+// AccelForge's regression (tests/test_regression.py) minimises the energy-delay product
+// (Metrics.ENERGY_DELAY_PRODUCT on every arch but snowcat); "fused" keeps its MainMemory's
+// `keep: ~Intermediates`, so every intermediate MUST stay on chip (mapfuse: must_fuse all of
+// them), "unfused" sets MainMemory `keep: All`, so every tensor goes through DRAM (mapfuse: no
+// fusion). Returns mapfuse's EDP-optimal solution.
 FfmSolution search(const Workload& w, const std::string& arch, bool fused) {
   FfmOptions o;
   o.pmappings.allow_fusion = fused;
   if (fused)
     for (size_t i = 1; i < w.einsums.size(); ++i) o.must_fuse.push_back(w.tensor_index("T" + std::to_string(i)));
   const FfmResult r = ffm_search(w, test::preset_core(arch), o);
-  REQUIRE(r.best(Objective::Energy) != nullptr);
-  return *r.best(Objective::Energy);
+  REQUIRE(r.best(Objective::Edp) != nullptr);
+  return *r.best(Objective::Edp);
 }
 
 }  // namespace
@@ -142,4 +148,191 @@ TEST_CASE("ffm vs accelforge: tpu_v4i matmul chains within 1 % energy, the diffe
       CHECK(best.cycles == cycles);
       CHECK(std::abs(best.cycles / (af.latency * 1.05e9) - 1) < 0.05);
     }
+}
+
+namespace {
+
+// One Einsum's per-component figures in AccelForge's regression JSON (tests/regression_reference.json
+// @ 1c1929c2): actions per (component, tensor, action) and the dynamic energy (every
+// energy_per_component entry of the Einsum but leakage), in J.
+struct OracleEinsum {
+  std::map<std::pair<std::string, std::string>, std::pair<double, double>> actions;  // (component, tensor) -> (read, write)
+  double dynamic_energy = 0;
+};
+
+OracleEinsum oracle_einsum(const std::string& key, const std::string& einsum) {
+  std::ifstream in(test::shared_data("ffm/accelforge/HEAD/tests/regression_reference.json"));
+  REQUIRE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t begin = text.find("\"" + key + "\"");
+  REQUIRE(begin != std::string::npos);
+  const size_t end = std::min(text.size(), text.find("\n  \"", begin + 1));  // the next case
+  const std::string body = text.substr(begin, end - begin);
+  OracleEinsum o;
+  const std::string q = "'" + einsum + "', '([A-Za-z]+)', '";
+  const std::regex energy("\"\\(" + q + "([a-z]+)'\\)\": ([0-9.e+-]+)");
+  const std::regex action("\"\\(" + q + "([A-Za-z0-9]+)', '(read|write)'\\)\": ([0-9.e+-]+)");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), energy); it != std::sregex_iterator(); ++it)
+    if ((*it)[2] != "leak") o.dynamic_energy += std::stod((*it)[3]);
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), action); it != std::sregex_iterator(); ++it) {
+    auto& rw = o.actions[{(*it)[1], (*it)[2]}];
+    ((*it)[3] == "read" ? rw.first : rw.second) = std::stod((*it)[4]);
+  }
+  return o;
+}
+
+// The part of AccelForge's pmapping templates that decides this comparison
+// (accelforge/mapper/FFM/_make_pmappings/make_pmapping_templates/make_loops.py,
+// insert_temporal_loops, @1c1929c2), for one unfused matmul on eyeriss. A template is a list of
+// storage nodes, one tensor each, with loops allowed only between consecutive nodes; two
+// "optimality-preserving" rules then strike ranks from each block of loops: below a node that
+// does not back its tensor (every node under MainMemory when nothing is fused), the ranks that
+// index that tensor ("lower the node through them instead"); above a node, the ranks that do not
+// index its tensor ("raise the node through them instead"). The block between nodes A and B thus
+// iterates only the ranks irrelevant to A and relevant to B, the block under the OutputScratchpad
+// only the ranks irrelevant to the output. Spatial loops must reuse the fan-out's `reuse` tensor:
+// X (reuse: weight) spreads ranks that do not index the weight, Y (reuse: output) those that do
+// not index the output.
+//
+// One mapspace constraint file per template: which tensors the GlobalBuffer keeps and in which
+// order (the scratchpads keep their own tensor, MainMemory everything), each block's loop order.
+// mapfuse puts a level's loops under all of its tensors, so the block between the first two
+// GlobalBuffer nodes (ranks irrelevant to the first) goes innermost in MainMemory's loops: the
+// first node's tile then sees only irrelevant loops between it and its old place, which changes
+// no count. With three GlobalBuffer nodes the blocks between them are left out, a subset of
+// AccelForge's templates.
+std::vector<std::string> accelforge_templates(const Einsum& e) {
+  auto ranks_of = [&](int t, bool relevant) {
+    std::vector<std::string> out;
+    for (size_t r = 0; r < e.ranks.size(); ++r)
+      if (e.rank_relevant(t, static_cast<int>(r)) == relevant) out.push_back(e.ranks[r].name);
+    return out;
+  };
+  auto minus = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    std::erase_if(a, [&](const std::string& x) { return std::find(b.begin(), b.end(), x) != b.end(); });
+    return a;
+  };
+  auto perms = [](std::vector<std::string> v) {
+    std::vector<std::vector<std::string>> out;
+    std::sort(v.begin(), v.end());
+    do out.push_back(v);
+    while (std::next_permutation(v.begin(), v.end()));
+    return out;
+  };
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (const auto& x : v) s += (s.size() > 1 ? ", \"" : "\"") + x + "\"";
+    return s + "]";
+  };
+  const char* role[] = {"input", "weight", "output"};
+  std::vector<std::string> all;
+  for (const auto& r : e.ranks) all.push_back(r.name);
+  const int in = 0, wt = 1, out = 2;  // make_matmul's tensor order
+  std::vector<std::string> files;
+  std::vector<int> tensors{in, wt, out};
+  for (unsigned subset = 0; subset < 8; ++subset) {
+    std::vector<int> gb;
+    for (int t : tensors)
+      if (subset >> t & 1) gb.push_back(t);
+    std::sort(gb.begin(), gb.end());
+    do {
+      const int first = gb.empty() ? in : gb.front();
+      std::vector<std::string> between;
+      if (gb.size() == 2) between = minus(ranks_of(gb[0], false), ranks_of(gb[1], false));
+      const std::vector<std::string> below_gb =
+          gb.empty() ? std::vector<std::string>{} : minus(ranks_of(gb.back(), false), ranks_of(in, false));
+      for (auto mm : perms(minus(all, ranks_of(first, false))))
+        for (const auto& g : perms(below_gb)) {
+          mm.insert(mm.end(), between.begin(), between.end());
+          std::string keep;
+          for (int t : gb) keep += std::string(keep.empty() ? "\"" : ", \"") + role[t] + "\"";
+          std::string toml = "[[constraint]]\nlevel = \"MainMemory\"\ntemporal_order = " + list(mm) + "\n";
+          toml += "[[constraint]]\nlevel = \"GlobalBuffer\"\ntemporal_order = " + list(g) + "\nkeep = [" + keep +
+                  "]\nspatial_x = " + list(ranks_of(wt, false)) + "\nspatial_y = " + list(ranks_of(out, false)) + "\n";
+          // One rank per scratchpad block for a matmul, so one order each.
+          toml += "[[constraint]]\nlevel = \"InputScratchpad\"\ntemporal_order = " +
+                  list(minus(ranks_of(in, false), ranks_of(wt, false))) + "\n";
+          toml += "[[constraint]]\nlevel = \"WeightScratchpad\"\ntemporal_order = " +
+                  list(minus(ranks_of(wt, false), ranks_of(out, false))) + "\n";
+          toml += "[[constraint]]\nlevel = \"OutputScratchpad\"\ntemporal_order = " + list(ranks_of(out, false)) + "\n";
+          files.push_back(toml);
+        }
+    } while (std::next_permutation(gb.begin(), gb.end()));
+  }
+  return files;
+}
+
+}  // namespace
+
+// Eyeriss is the one architecture where mapfuse's optimum beats AccelForge's by more than the
+// counting conventions (8.5-14.6 % in energy with leakage added, latency equal). The cause is
+// AccelForge's template rules above: they assume a node can always be lowered through the ranks
+// that index its tensor, but when an irrelevant loop sits between (GlobalBuffer[T0] N=2 M=4, so
+// that the weights bypassing the GlobalBuffer stay in the WeightScratchpads across M), lowering
+// moves M outside N and refetches every weight per M. Here mapfuse searches exactly AccelForge's
+// templates (unfused, as the regression's "unfused" cases) and must find AccelForge's optimum:
+// every (component, tensor) count of the oracle, and its dynamic energy once AccelForge's one
+// counting convention is applied (it charges a read of every output word a level drains to its
+// parent; Timeloop, and so mapfuse, charge the parent's update only). mapfuse's own mapspace then
+// holds a mapping at least 8 % cheaper at the same latency.
+TEST_CASE("ffm vs accelforge: eyeriss, AccelForge's templates reproduce its optimum; mapfuse's lies outside them") {
+  const Core& eyeriss = test::preset_core("accelforge_eyeriss");
+  struct Case {
+    const char* key;
+    int64_t size;
+    const char* einsum;
+    size_t counted;  // (component, tensor) pairs AccelForge counts: MainMemory's 3, 3 scratchpads, GlobalBuffer's
+  };
+  for (const Case k : {Case{"eyeriss|matmuls|KN=64,M=64,N_EINSUMS=2|unfused", 64, "Matmul0", 7},
+                       Case{"eyeriss|three_matmuls_annotated||unfused", 128, "Matmul1", 8}}) {
+    const std::string key = k.key;
+    CAPTURE(key);
+    const Einsum e = make_matmul(k.einsum, k.size, k.size, k.size, "T0", "W0", "T1");
+    MapperResult best;
+    for (const std::string& toml : accelforge_templates(e)) {
+      const Mapspace space = make_mapspace(parse_constraints(toml, "accelforge template"), e, eyeriss);
+      MapperResult r = exhaustive_search(e, eyeriss, space, {Objective::Edp});
+      if (r.best && (!best.best || r.cost.edp() < best.cost.edp())) best = std::move(r);
+    }
+    REQUIRE(best.best);
+    CAPTURE(to_text(*best.best, e, eyeriss));
+    const OracleEinsum af = oracle_einsum(k.key, k.einsum);
+    REQUIRE(af.actions.size() == k.counted);
+    double drain_pj = 0;
+    for (size_t l = 0; l < eyeriss.levels.size(); ++l)
+      for (int t = 0; t < 3; ++t) {
+        const TensorAccesses& a = best.cost.access[l][static_cast<size_t>(t)];
+        const auto it = af.actions.find({eyeriss.levels[l].name, e.tensors[static_cast<size_t>(t)].name});
+        if (it == af.actions.end()) {  // bypassed in AccelForge's optimum: bypassed here too
+          CHECK(a.total() == 0);
+          continue;
+        }
+        CAPTURE(eyeriss.levels[l].name);
+        CAPTURE(t);
+        const double words_per_action = eyeriss.levels[l].name == "GlobalBuffer" ? 8.0 : 1.0 / 8;  // 64-bit actions, else bits
+        const double read = it->second.first * words_per_action, write = it->second.second * words_per_action;
+        CHECK(a.fills + a.updates == write);
+        if (t != 2 || l + 1 == eyeriss.levels.size()) {  // MainMemory drains nothing
+          CHECK(a.reads == read);
+          continue;
+        }
+        // The output words this level drains to the next one out that keeps the output: that
+        // level's updates times the partial sums reduced on the way (the Y fan-out spreads K).
+        size_t parent = l + 1;
+        while (best.cost.access[parent][2].total() == 0) ++parent;
+        int64_t reduced = 1;
+        for (size_t m = l + 1; m <= parent; ++m)
+          for (const Loop& loop : best.best->levels[m].loops)
+            if (loop.kind != LoopKind::Temporal && !e.rank_relevant(2, loop.rank)) reduced *= loop.factor;
+        const int64_t drained = best.cost.access[parent][2].updates * reduced;
+        CHECK(read - static_cast<double>(a.reads) == static_cast<double>(drained));
+        drain_pj += static_cast<double>(drained) * eyeriss.levels[l].read_pj;
+      }
+    CHECK(best.cost.energy_pj + drain_pj == doctest::Approx(af.dynamic_energy * 1e12).epsilon(1e-6));
+    // mapfuse's own optimum, at the same latency, is outside every template.
+    const MapperResult free = exhaustive_search(e, eyeriss, Mapspace{}, {Objective::Edp});
+    REQUIRE(free.best);
+    CHECK(free.cost.cycles == best.cost.cycles);
+    CHECK(free.cost.energy_pj < 0.92 * best.cost.energy_pj);
+  }
 }

@@ -530,7 +530,8 @@ void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
     });
 }
 
-std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts) {
+std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts,
+                           const std::vector<ConstraintSpec>& constraints) {
   // Everything generate_pmappings reads: the Einsum without its tensor names (rank names stay:
   // a fan-out may name the ranks it accepts) and each context's fused spec.
   std::string k = fmt::format("{}|", static_cast<int>(e.op));
@@ -542,6 +543,9 @@ std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& 
       k += ',';
     }
   }
+  // Constraints for this layer alone make it differ from its twins (the others apply to all).
+  for (size_t i = 0; i < constraints.size(); ++i)
+    if (constraints[i].layer == e.name) k += fmt::format("@{}", i);
   for (const PmappingContext& ctx : contexts) {
     k += fmt::format("#{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip), ctx.fused.iterations,
                      ctx.top_level);
@@ -552,6 +556,11 @@ std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& 
 
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   const int E = static_cast<int>(w.einsums.size());
+  for (const ConstraintSpec& s : o.pmappings.constraints)
+    if (!s.layer.empty() && w.einsum_index(s.layer) < 0)
+      throw InputError(s.where, "layer", "no Einsum '" + s.layer + "' in workload '" + w.name + "'");
+  for (const Einsum& e : w.einsums)
+    if (!o.pmappings.constraints.empty()) (void)make_mapspace(o.pmappings.constraints, e, c);
   std::vector<std::vector<PmappingContext>> contexts(E);
   int64_t all = 0;
   for (int i = 0; i < E; ++i) all += static_cast<int64_t>((contexts[i] = make_contexts(w, i, c, o.pmappings)).size());
@@ -564,7 +573,7 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   std::unordered_map<std::string, int> generated;  // generation_key -> first Einsum with it
   for (int i = 0; i < E; ++i) {
     kept += static_cast<int64_t>(contexts[i].size());
-    const std::string key = generation_key(w.einsums[i], contexts[i]);
+    const std::string key = generation_key(w.einsums[i], contexts[i], o.pmappings.constraints);
     if (auto it = generated.find(key); it != generated.end()) {
       // The same Einsum up to tensor names, with the same contexts: the same pmappings (exact).
       EinsumPmappings copy;

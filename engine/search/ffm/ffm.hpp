@@ -98,10 +98,13 @@ struct FfmResult {
 };
 
 // ffm_search generates each distinct Einsum once: an Einsum equal to an earlier one up to tensor
-// names, with the same contexts (generation_key), reuses its pmappings (EinsumPmappings::reused_from;
-// GPT-3's V, K and Q; the repeating shapes of a matmul chain). Exact: generation reads nothing else.
+// names, with the same contexts and the same layer constraints (generation_key), reuses its
+// pmappings (EinsumPmappings::reused_from; GPT-3's V, K and Q; the repeating shapes of a matmul
+// chain). Exact: generation reads nothing else. Mapspace constraints (PmappingOptions::constraints)
+// are checked against every Einsum before anything is generated (InputError, naming file:line).
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
-std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts);
+std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts,
+                           const std::vector<ConstraintSpec>& constraints = {});
 
 // Step 2 alone, on given pmappings (one EinsumPmappings per Einsum, in workload order).
 // max_memory_bytes: FfmOptions::max_memory_mib in bytes (0 = no limit, checked per order);

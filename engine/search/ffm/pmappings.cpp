@@ -542,12 +542,13 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
   out.contexts = std::move(contexts);
   const size_t K = out.contexts.size();
   out.pmappings.resize(K);
-  Mapspace space;  // rank order only: one fixed order per level
-  if (!o.explore_orders) {
+  Mapspace space = o.constraints.empty() ? Mapspace{} : make_mapspace(o.constraints, e, c);
+  if (!o.explore_orders) {  // rank order only: one fixed order per level the constraints leave open
     std::vector<int> all(e.ranks.size());
     std::iota(all.begin(), all.end(), 0);
     space.levels.resize(c.levels.size());
-    for (LevelConstraints& lc : space.levels) lc.order = all;
+    for (LevelConstraints& lc : space.levels)
+      if (!lc.order) lc.order = all;
   }
   std::atomic<int64_t> budget{0};
   std::atomic<bool> over{false};

@@ -13,6 +13,7 @@
 #include "engine/arch/architecture.hpp"
 #include "engine/cost/fused.hpp"
 #include "engine/mapping/mapping.hpp"
+#include "engine/search/mapspace_toml.hpp"
 #include "engine/workload/workload.hpp"
 
 namespace mapfuse::ffm {
@@ -57,6 +58,10 @@ struct PmappingOptions {
                                   // (TileSearchSpec::merge_passthrough; false: testing)
   bool allow_fusion = true;    // false: only the unfused context
   int64_t max_evaluations = 0; // InputError beyond this many evaluations per Einsum; 0 = no limit
+  // Mapspace constraints (Timeloop-style, engine/search/mapspace_toml.hpp) on every context's
+  // tile mappings: loop orders, factor bounds, kept tensors, spatial ranks. A keep constraint
+  // that leaves out a tensor a context backs on that level excludes the context's mappings.
+  std::vector<ConstraintSpec> constraints;
 };
 
 struct EinsumPmappings {
