@@ -152,6 +152,28 @@ Architecture architecture_from_table(const toml::table& doc, const std::string& 
     for (size_t j = i + 1; j < core.levels.size(); ++j)
       if (core.levels[i].name == core.levels[j].name)
         throw InputError(r.where("level"), r.key_path("level"), "level name '" + core.levels[i].name + "' repeats");
+  if (r.has("vector")) {
+    TomlReader v = r.table("vector");
+    VectorUnit vu;
+    vu.name = v.opt_str("name").value_or("Vector");
+    const std::string level = v.str("level");
+    vu.level = core.level_index(level);
+    if (vu.level < 0)
+      v.fail("level", "no level '" + level + "'; expected the level the vector unit reads and writes" +
+                          did_you_mean(level, [&] {
+                            std::vector<std::string> names;
+                            for (const Level& lv : core.levels) names.push_back(lv.name);
+                            return names;
+                          }()));
+    if (vu.level == static_cast<int>(core.levels.size()) - 1)
+      v.fail("level", "the outermost level; expected an on-chip level");
+    vu.lanes = v.integer("lanes");
+    if (vu.lanes < 1) v.fail("lanes", "must be >= 1 (operations per cycle per instance of the level)");
+    vu.energy_pj = v.number("energy_pj");
+    if (vu.energy_pj < 0) v.fail("energy_pj", "must be >= 0");
+    v.finish();
+    core.vector = vu;
+  }
   r.finish(also_valid);
   finalize(core, file);
   a.cores.push_back(std::move(core));
@@ -251,6 +273,9 @@ std::string to_toml(const Architecture& a) {
       s += fmt::format("fanout = {{ {} }}\n", fmt::join(parts, ", "));
     }
   }
+  if (c.vector)
+    s += fmt::format("\n[vector]\nname = {}\nlevel = {}\nlanes = {}\nenergy_pj = {}\n", toml_string(c.vector->name),
+                     toml_string(c.levels[c.vector->level].name), c.vector->lanes, c.vector->energy_pj);
   return s;
 }
 
@@ -262,6 +287,11 @@ std::string describe(const Architecture& a) {
     s += fmt::format("core {}: {} x {} at {:.0f} MHz, {:.4g} pJ/op, {} compute instances\n", c.name,
                      c.compute.name, c.compute.instances, c.compute.frequency_hz / 1e6,
                      c.compute.energy_pj, c.compute.instances);
+    if (c.vector)
+      s += fmt::format("  vector {}: {} lanes under each {} ({} instances), {:.4g} pJ/op, for every Einsum that "
+                       "is not a MAC\n",
+                       c.vector->name, c.vector->lanes, c.levels[c.vector->level].name,
+                       c.vector_core->compute.instances, c.vector->energy_pj);
     for (int l = static_cast<int>(c.levels.size()) - 1; l >= 0; --l) {
       const Level& lv = c.levels[l];
       std::string keeps;

@@ -39,6 +39,27 @@ void finalize(Core& core, const std::string& where) {
   core.compute.instances = instances;
   if (core.compute.frequency_hz <= 0)
     throw InputError({}, where + ".compute", "frequency must be positive");
+  core.vector_core.reset();
+  if (core.vector) {
+    const VectorUnit& v = *core.vector;
+    if (v.level < 0 || v.level >= static_cast<int>(core.levels.size()))
+      throw InputError({}, where + ".vector", "level index out of range");
+    if (v.lanes < 1) throw InputError({}, where + ".vector", "lanes must be >= 1");
+    Core vc = core;
+    vc.vector.reset();
+    for (int l = 0; l < v.level; ++l) {
+      vc.levels[l].may_keep = vc.levels[l].must_keep = 0;
+      vc.levels[l].fanout = Fanout{};
+    }
+    Fanout lanes;
+    lanes.x = v.lanes;
+    lanes.x_min_usage = 1;  // the unit runs `lanes` operations a cycle whatever the mapping (AccelForge)
+    vc.levels[v.level].fanout = lanes;
+    vc.compute.name = v.name;
+    vc.compute.energy_pj = v.energy_pj;
+    finalize(vc, where + ".vector");
+    core.vector_core = std::make_shared<const Core>(std::move(vc));
+  }
 }
 
 }  // namespace mapfuse

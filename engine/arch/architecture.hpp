@@ -2,6 +2,7 @@
 // An accelerator: cores, each a memory hierarchy over a PE array and a compute unit, plus the
 // links between cores (multi-core systems, used by the scheduling issues; empty for one core).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,10 +82,31 @@ struct ComputeUnit {
   int64_t instances = 1;       // derived: product of all fan-outs
 };
 
+// A vector (scalar) unit beside the MAC array that runs every Einsum that is not a MAC
+// (softmax, elementwise, copy): AccelForge's TPUv4i ScalarUnit (128 operations per cycle under
+// each core's LocalBuffer, enabled for two-tensor Einsums), FFM's edge accelerator's 256-lane
+// vector unit. Such an Einsum reads and writes `level` directly: the levels below it hold nothing
+// for it and the MAC fan-out under `level` is replaced by `lanes` lanes of one operation per cycle.
+struct VectorUnit {
+  std::string name = "Vector";
+  int level = -1;          // index in Core::levels
+  int64_t lanes = 1;
+  double energy_pj = 0;    // per operation
+};
+
 struct Core {
   std::string name;
   std::vector<Level> levels;   // index 0 = innermost (next to compute), back() = DRAM
   ComputeUnit compute;
+  std::optional<VectorUnit> vector;
+  // The core as a non-MAC Einsum sees it when there is a vector unit (made by finalize): levels
+  // below VectorUnit::level keep nothing and fan out to nothing, `level` fans out to the lanes
+  // along X (any rank; all lanes used, or as many as the ranks can fill: the unit's throughput
+  // does not depend on the mapping), the compute unit is the vector unit. Same levels, so level
+  // indices (backing levels, reservations) mean the same for every Einsum.
+  std::shared_ptr<const Core> vector_core;
+  // The core an Einsum runs on: this one, or vector_core for a non-MAC Einsum.
+  const Core& for_op(bool mac) const { return !mac && vector_core ? *vector_core : *this; }
   // Count the first fill of partial sums (all zeros) from the level above, as Timeloop did
   // before 2023; needed to reproduce datasets made with it (DOSA's). Default: elided.
   bool legacy_output_fills = false;
@@ -92,6 +114,9 @@ struct Core {
   int level_index(std::string_view level_name) const;  // -1 if absent
   const Level& dram() const { return levels.back(); }
 };
+
+// The core Einsum `e` runs on (Core::for_op).
+inline const Core& core_for(const Core& c, const Einsum& e) { return c.for_op(e.op == OpKind::Mac); }
 
 struct Link {
   int from = 0, to = 0;

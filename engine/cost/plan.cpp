@@ -4,7 +4,8 @@
 
 namespace mapfuse {
 
-EvalPlan compile_plan(const Einsum& e, const Core& c) {
+EvalPlan compile_plan(const Einsum& e, const Core& core) {
+  const Core& c = core_for(core, e);
   validate(e);
   if (c.levels.size() > kMaxLevels)
     throw InputError({}, "architecture", "too many levels for the evaluation plan");

@@ -95,7 +95,7 @@ std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, 
       for (int e : fg.einsums) {
         const Einsum& es = w.einsums[e];
         const int ti = es.tensor_index(b.tensor);
-        if (ti >= 0 && !(c.levels[b.level].may_keep & role_bit(es.tensors[ti].role)))
+        if (ti >= 0 && !(core_for(c, es).levels[b.level].may_keep & role_bit(es.tensors[ti].role)))
           return fmt::format("fusion group {}: level {} may not hold '{}' ({} of '{}')", g,
                              c.levels[b.level].name, b.tensor, to_string(es.tensors[ti].role), es.name);
       }

@@ -258,7 +258,8 @@ Mapping parse_dosa_mapping(std::string_view text, const Einsum& e, const Core& c
   return m;
 }
 
-std::optional<MappingError> check_structure(const Mapping& m, const Einsum& e, const Core& c) {
+std::optional<MappingError> check_structure(const Mapping& m, const Einsum& e, const Core& core) {
+  const Core& c = core_for(core, e);
   using K = MappingError::Kind;
   const int L = static_cast<int>(c.levels.size());
   if (static_cast<int>(m.levels.size()) != L)

@@ -13,8 +13,9 @@
 
 namespace mapfuse {
 
-TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, const TileSearchSpec& spec)
-    : e_(e), c_(c), space_(space), spec_(spec), plan_(compile_plan(e, c)) {
+TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space, const TileSearchSpec& spec)
+    : e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)) {
+  const Core& c = c_;
   L = static_cast<int>(c.levels.size());
   R = static_cast<int>(e.ranks.size());
   T = static_cast<int>(e.tensors.size());
@@ -53,10 +54,12 @@ TileSearch::TileSearch(const Einsum& e, const Core& c, const Mapspace& space, co
     for (int r = 0; r < R; ++r) plain[t] = plain[t] && dims_of[r] <= 1;
   }
   // Temporal factor bounds per (level, rank), from the constraints: a rank a fixed order does not
-  // list may only take 1.
+  // list may only take 1. The levels below a vector unit are not on a non-MAC Einsum's path: no
+  // loops there (they would only repeat the loops of the vector unit's level).
+  const int below_vector = &c_ != &core ? core.vector->level : 0;
   for (int l = 0; l < L; ++l)
     for (int r = 0; r < R; ++r) {
-      int64_t lo = 1, hi = e.ranks[r].size;
+      int64_t lo = 1, hi = l < below_vector ? 1 : e.ranks[r].size;
       if (const LevelConstraints* lc = constraint(l)) {
         if (lc->order && std::find(lc->order->begin(), lc->order->end(), r) == lc->order->end()) hi = 1;
         if (r < static_cast<int>(lc->min_factor.size()) && lc->min_factor[r]) lo = std::max(lo, *lc->min_factor[r]);

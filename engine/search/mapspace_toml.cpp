@@ -80,7 +80,8 @@ std::vector<ConstraintSpec> load_constraints(const std::string& path) {
   return parse_constraints(ss.str(), path);
 }
 
-Mapspace make_mapspace(const std::vector<ConstraintSpec>& specs, const Einsum& e, const Core& c) {
+Mapspace make_mapspace(const std::vector<ConstraintSpec>& specs, const Einsum& e, const Core& core) {
+  const Core& c = core_for(core, e);
   const int L = static_cast<int>(c.levels.size()), R = static_cast<int>(e.ranks.size());
   Mapspace m;
   m.levels.resize(L);

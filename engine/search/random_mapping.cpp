@@ -6,8 +6,9 @@
 namespace mapfuse {
 
 
-Mapping random_mapping(const Einsum& e, const Core& c, std::mt19937_64& rng,
+Mapping random_mapping(const Einsum& e, const Core& core, std::mt19937_64& rng,
                        const RandomMappingOptions& opt) {
+  const Core& c = core_for(core, e);
   const int L = static_cast<int>(c.levels.size());
   const int R = static_cast<int>(e.ranks.size());
   // factor[l][kind][r]: kind 0 temporal, 1 spatial X, 2 spatial Y.

@@ -6,7 +6,11 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/cost/model.hpp"
+#include "engine/cost/plan.hpp"
+#include "engine/mapping/mapping.hpp"
 #include "engine/validation/timeloop_input.hpp"
+#include "engine/workload/load.hpp"
+#include <cmath>
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -133,4 +137,74 @@ TEST_CASE("arch: energy_mlp input errors name the file, line and what is wrong")
   expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }", "energy_pj = 2\n"), "energies come from the MLP");
   expect(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }", "energy_fit = { base_pj = 1, per_kb_pj = 0.1 }\n"),
          "either energy_fit or energy_mlp");
+}
+
+// A vector unit beside the MAC array (AccelForge's TPUv4i ScalarUnit): non-MAC Einsums read and
+// write its level directly and spread over its lanes; MAC Einsums keep the array.
+TEST_CASE("arch: vector unit, a softmax on TPUv4i's ScalarUnit, hand-counted") {
+  const Core& tpu = test::preset_core("accelforge_tpu_v4i");
+  REQUIRE(tpu.vector);
+  CHECK(tpu.vector->lanes == 128);
+  CHECK(tpu.levels[tpu.vector->level].name == "LocalBuffer");
+  const Workload w = load_workload("gpt3_6.7b", {.batch = 1, .tokens = 256});
+  const Einsum& qk = w.einsums[static_cast<size_t>(w.einsum_index("QK"))];
+  const Einsum& softmax = w.einsums[static_cast<size_t>(w.einsum_index("QK_softmax"))];
+  CHECK(&core_for(tpu, qk) == &tpu);
+  const Core& v = core_for(tpu, softmax);
+  CHECK(v.compute.name == "ScalarUnit");
+  CHECK(v.compute.instances == 4 * 128);  // four cores' LocalBuffers, 128 lanes each
+  CHECK(v.levels[0].may_keep == 0);       // the Register is not on its path
+  // B=1 M=256 P=256 H=32: every element read once from MainMemory and written back once; the
+  // lanes spread P, the four cores M and P.
+  const Mapping m = parse_mapping("MainMemory[QK,QK_softmax] H=16 | GlobalBuffer[] H=2 M=2@x P=2@x | "
+                                  "LocalBuffer[QK,QK_softmax] M=128 P=128@x | Register[]",
+                                  softmax, tpu);
+  CHECK_FALSE(check_structure(m, softmax, tpu));
+  const CostResult r = evaluate(compile_plan(softmax, tpu), flatten(m));
+  REQUIRE(r.valid());
+  const int64_t ops = 256 * 256 * 32;
+  CHECK(r.operations == ops);
+  CHECK(r.compute_cycles == ops / 512);
+  CHECK(r.compute_energy_pj == 0);
+  const int lb = tpu.level_index("LocalBuffer"), mm = tpu.level_index("MainMemory");
+  CHECK(r.access[static_cast<size_t>(lb)][0].reads == ops);    // each lane reads its element
+  CHECK(r.access[static_cast<size_t>(lb)][1].updates == ops);  // and writes its result
+  CHECK(r.access[static_cast<size_t>(mm)][0].reads == ops);
+  CHECK(r.access[static_cast<size_t>(mm)][1].updates == ops);
+  // MainMemory-bound: 2 x ops words over 584.76 words per cycle.
+  CHECK(r.cycles == std::ceil(2.0 * ops / tpu.levels[static_cast<size_t>(mm)].shared_bandwidth));
+  // More lanes than the unit has, or the MXU's Y axis, are invalid for it.
+  const Mapping wide = parse_mapping("MainMemory[QK,QK_softmax] H=16 | GlobalBuffer[] H=2 M=2@x P=2@x | "
+                                     "LocalBuffer[QK,QK_softmax] M=64 P=128@x M=2@x | Register[]",
+                                     softmax, tpu);
+  const auto err = check_structure(wide, softmax, tpu);
+  REQUIRE(err);
+  CHECK(err->kind == MappingError::Kind::FanoutExceeded);
+  const Mapping y = parse_mapping("MainMemory[QK,QK_softmax] H=16 | GlobalBuffer[] H=2 M=2@x P=2@x | "
+                                  "LocalBuffer[QK,QK_softmax] M=64 P=128@x M=2@y | Register[]",
+                                  softmax, tpu);
+  const auto err_y = check_structure(y, softmax, tpu);
+  REQUIRE(err_y);
+  CHECK(err_y->kind == MappingError::Kind::RankNotOnAxis);  // the lanes are one axis
+  // The MAC Einsum QK still has the 128 x 128 array under each LocalBuffer.
+  CHECK(core_for(tpu, qk).compute.instances == 4 * 128 * 128);
+}
+
+TEST_CASE("arch: vector unit input errors name the file, line and what is wrong") {
+  auto arch = [](const std::string& vector) {
+    return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
+           "[[level]]\nname = \"Buf\"\nsize_kb = 8\nenergy_pj = 1\n[vector]\n" + vector;
+  };
+  auto expect = [](const std::string& text, const std::string& what) {
+    CHECK_THROWS_WITH_AS(parse_architecture(text, "v.toml"), doctest::Contains(what.c_str()), InputError);
+    CHECK_THROWS_WITH_AS(parse_architecture(text, "v.toml"), doctest::Contains("v.toml:"), InputError);
+  };
+  CHECK_NOTHROW(parse_architecture(arch("level = \"Buf\"\nlanes = 8\nenergy_pj = 0.1\n"), "v.toml"));
+  expect(arch("level = \"Bfu\"\nlanes = 8\nenergy_pj = 0.1\n"), "no level 'Bfu'");
+  expect(arch("level = \"Bfu\"\nlanes = 8\nenergy_pj = 0.1\n"), "did you mean 'Buf'");
+  expect(arch("level = \"DRAM\"\nlanes = 8\nenergy_pj = 0.1\n"), "the outermost level");
+  expect(arch("level = \"Buf\"\nlanes = 0\nenergy_pj = 0.1\n"), "lanes");
+  expect(arch("level = \"Buf\"\nlanes = 8\nenergy_pj = -1\n"), "energy_pj");
+  expect(arch("level = \"Buf\"\nlanes = 8\n"), "energy_pj");
+  expect(arch("level = \"Buf\"\nlanes = 8\nenergy_pj = 0\nlane = 3\n"), "lane");
 }

@@ -125,7 +125,7 @@ class Space {
     if (b >= 0 && b < L - 1) {
       TensorMask keep = ctx.fused.onchip;
       for (int t = 0; t < T; ++t)
-        if ((c_.levels[b].may_keep & role_bit(tile.tensors[t].role)) && (rng() & 1)) keep |= static_cast<TensorMask>(1u << t);
+        if ((core_for(c_, tile).levels[b].may_keep & role_bit(tile.tensors[t].role)) && (rng() & 1)) keep |= static_cast<TensorMask>(1u << t);
       ms.levels[b].keep = keep;
     }
     RandomMappingOptions opt;

@@ -33,8 +33,9 @@ std::vector<int> reservation_levels(const Core& c, const PmappingContext& ctx) {
   return {};
 }
 
-std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core& c, const PmappingOptions& o) {
+std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core& core, const PmappingOptions& o) {
   const Einsum& e = w.einsums[ei];
+  const Core& c = core_for(core, e);
   const int L = static_cast<int>(c.levels.size());
   const int out_t = e.output_index();
   // Intermediate tensors: (index in e.tensors, workload tensor index), by workload index.
