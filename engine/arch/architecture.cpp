@@ -54,6 +54,7 @@ void finalize(Core& core, const std::string& where) {
     Fanout lanes;
     lanes.x = v.lanes;
     lanes.x_min_usage = 1;  // the unit runs `lanes` operations a cycle whatever the mapping (AccelForge)
+    lanes.x_multicast = 0;  // each operation reads its operands and writes its result itself
     vc.levels[v.level].fanout = lanes;
     vc.compute.name = v.name;
     vc.compute.energy_pj = v.energy_pj;

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <set>
 #include <unordered_map>
 
 #include "engine/common/error.hpp"
@@ -57,6 +58,7 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   // list may only take 1. The levels below a vector unit are not on a non-MAC Einsum's path: no
   // loops there (they would only repeat the loops of the vector unit's level).
   const int below_vector = &c_ != &core ? core.vector->level : 0;
+  if (&c_ != &core) lanes_level = core.vector->level;
   for (int l = 0; l < L; ++l)
     for (int r = 0; r < R; ++r) {
       int64_t lo = 1, hi = l < below_vector ? 1 : e.ranks[r].size;
@@ -253,6 +255,17 @@ void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& rema
     }
   };
   rec(rec, 0, 1, 1);
+  if (l == lanes_level && spec_.reduce_orders && out.size() > 1) {
+    // Same factor per rank (loops x lanes) = same tile, same accesses (each operation reads and
+    // writes the level itself); same lanes used = same cycles (copies may use fewer): keep the first.
+    std::set<std::array<int64_t, kMaxRanks + 1>> seen;
+    std::erase_if(out, [&](const LevelChoice& ch) {
+      std::array<int64_t, kMaxRanks + 1> n{};
+      n[kMaxRanks] = 1;
+      for (int r = 0; r < R; ++r) n[r] = ch.t[r] * ch.x[r] * ch.y[r], n[kMaxRanks] *= ch.x[r] * ch.y[r];
+      return !seen.insert(n).second;
+    });
+  }
 }
 
 // Does level l hold its kept tiles for the chosen inner levels (its tile spans levels <= l)?

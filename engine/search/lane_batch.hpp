@@ -156,6 +156,10 @@ class TileSearch {
   std::array<uint32_t, kMaxLevels> always_x{}, always_y{};
   bool merge = false;
   bool partial_ = false;
+  // The vector unit's level when this search maps a non-MAC Einsum onto a core's vector unit (else
+  // -1): its lanes store nothing and share nothing, so choices there that differ only in how each
+  // rank's factor is split between loops and lanes cost the same; one of each is kept.
+  int lanes_level = -1;
   // The plan partial choices are compared with: no capacity, fan-out minimum or must-keep rule
   // (decided elsewhere), and output fills counted before the first-update discount, so that every
   // count is a product of an inner and an outer part (lane_batch.cpp, "Partial pruning").
