@@ -117,15 +117,22 @@ TEST_CASE("arch: FADiff's MLP energy per access fits its CACTI points, determini
   CHECK(sp64.read_pj < sp.read_pj);
 }
 
+namespace {
+
+// Parsing `text` as file `file` fails with an InputError naming the file (and line) and `what`.
+void expect_input_error(const std::string& text, const std::string& file, const std::string& what) {
+  CHECK_THROWS_WITH_AS(parse_architecture(text, file), doctest::Contains(what.c_str()), InputError);
+  CHECK_THROWS_WITH_AS(parse_architecture(text, file), doctest::Contains((file + ":").c_str()), InputError);
+}
+
+}  // namespace
+
 TEST_CASE("arch: energy_mlp input errors name the file, line and what is wrong") {
   auto arch = [](const std::string& mlp, const std::string& extra = "") {
     return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
            "[[level]]\nname = \"Buf\"\nsize_kb = 8\n" + extra + "energy_mlp = " + mlp + "\n";
   };
-  auto expect = [](const std::string& text, const std::string& what) {
-    CHECK_THROWS_WITH_AS(parse_architecture(text, "mlp.toml"), doctest::Contains(what.c_str()), InputError);
-    CHECK_THROWS_WITH_AS(parse_architecture(text, "mlp.toml"), doctest::Contains("mlp.toml:"), InputError);
-  };
+  auto expect = [](const std::string& text, const std::string& what) { expect_input_error(text, "mlp.toml", what); };
   CHECK_NOTHROW(parse_architecture(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }"), "mlp.toml"));
   expect(arch("{ capacity_kb = [1], energy_pj = [0.3] }"), "at least 2");
   expect(arch("{ capacity_kb = [8, 1], energy_pj = [0.3, 0.8] }"), "strictly ascending");
@@ -195,10 +202,7 @@ TEST_CASE("arch: vector unit input errors name the file, line and what is wrong"
     return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
            "[[level]]\nname = \"Buf\"\nsize_kb = 8\nenergy_pj = 1\n[vector]\n" + vector;
   };
-  auto expect = [](const std::string& text, const std::string& what) {
-    CHECK_THROWS_WITH_AS(parse_architecture(text, "v.toml"), doctest::Contains(what.c_str()), InputError);
-    CHECK_THROWS_WITH_AS(parse_architecture(text, "v.toml"), doctest::Contains("v.toml:"), InputError);
-  };
+  auto expect = [](const std::string& text, const std::string& what) { expect_input_error(text, "v.toml", what); };
   CHECK_NOTHROW(parse_architecture(arch("level = \"Buf\"\nlanes = 8\nenergy_pj = 0.1\n"), "v.toml"));
   expect(arch("level = \"Bfu\"\nlanes = 8\nenergy_pj = 0.1\n"), "no level 'Bfu'");
   expect(arch("level = \"Bfu\"\nlanes = 8\nenergy_pj = 0.1\n"), "did you mean 'Buf'");
