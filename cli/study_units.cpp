@@ -228,10 +228,6 @@ FfmSetup ffm_setup(const nlohmann::json& p) {
   return s;
 }
 
-double objective_of(Objective o, double energy, double cycles) {
-  return o == Objective::Energy ? energy : o == Objective::Cycles ? cycles : energy * cycles;
-}
-
 }  // namespace
 
 UnitResult run_ffm_pmappings(const WorkUnit& unit) {

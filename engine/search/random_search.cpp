@@ -34,6 +34,15 @@ double objective_value(Objective o, const CostResult& r) {
   return 0;
 }
 
+double objective_value(Objective o, double energy_pj, double cycles) {
+  switch (o) {
+    case Objective::Energy: return energy_pj;
+    case Objective::Cycles: return cycles;
+    case Objective::Edp: return energy_pj * cycles;
+  }
+  return 0;
+}
+
 double objective_value(Objective o, const CompactCost& r) {
   switch (o) {
     case Objective::Energy: return r.energy_pj;

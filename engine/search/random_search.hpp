@@ -19,6 +19,8 @@ Objective objective_from_string(std::string_view s);  // throws InputError
 std::string_view to_string(Objective o);
 double objective_value(Objective o, const CostResult& r);
 double objective_value(Objective o, const CompactCost& r);
+// The objective of a mapping costing `energy_pj` and `cycles` (monotone in both).
+double objective_value(Objective o, double energy_pj, double cycles);
 
 struct SearchResult {
   std::optional<Mapping> best;  // empty when no sampled mapping was valid

@@ -164,7 +164,7 @@ class Space {
         }
       first = last + 1;
     }
-    g.value = o == Objective::Energy ? energy : o == Objective::Cycles ? cycles : energy * cycles;
+    g.value = objective_value(o, energy, cycles);
     return g.value;
   }
 
@@ -184,7 +184,7 @@ class Space {
   // The genome's LoopTree priced end to end by evaluate_fused, FFM's own pricing.
   static double objective(const FusedCost& fc, Objective o) {
     if (!fc.valid) return kInvalid;
-    return o == Objective::Energy ? fc.energy_pj : o == Objective::Cycles ? fc.cycles : fc.edp();
+    return objective_value(o, fc.energy_pj, fc.cycles);
   }
 
  private:

@@ -62,7 +62,7 @@ const FfmSolution* FfmResult::best(Objective o) const {
   const FfmSolution* best = nullptr;
   double bv = 0;
   for (const FfmSolution& s : pareto) {
-    const double v = o == Objective::Energy ? s.energy_pj : o == Objective::Cycles ? s.cycles : s.edp();
+    const double v = objective_value(o, s.energy_pj, s.cycles);
     if (!best || v < bv) best = &s, bv = v;
   }
   return best;
