@@ -225,6 +225,7 @@ FfmSetup ffm_setup(const nlohmann::json& p) {
   s.opt.max_memory_mib = p.at("max_memory_mib").get<int64_t>();
   s.opt.epsilon = p.at("epsilon").get<double>();
   s.opt.all_orders = p.value("all_orders", false);
+  if (const std::string c = p.value("constraints", std::string{}); !c.empty()) s.opt.pmappings.constraints = load_constraints(c);
   return s;
 }
 
@@ -250,6 +251,7 @@ UnitResult run_ffm_baseline(const WorkUnit& unit) {
   o.seed = p.at("seed").get<uint64_t>();
   o.time_budget_s = p.at("time_budget_s").get<double>();
   o.max_evaluations = p.at("max_evaluations").get<int64_t>();
+  o.constraints = s.opt.pmappings.constraints;
   const ffm::BaselineResult b = ffm::run_baseline(s.w, s.core(), ffm::parse_baseline(method), o);
   UnitResult r;
   if (!b.found) {

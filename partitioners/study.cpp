@@ -344,6 +344,8 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
                                {"must_fuse_others", m.must_fuse_others}, {"must_not_fuse", m.must_not_fuse},
                                {"max_memory_mib", m.max_memory_mib}, {"workload_label", workload_label(s, wi)}, {"epsilon", m.epsilon},
                                {"all_orders", m.all_orders}};
+        // Only when given, so that the units (and their ids) of studies without stay as they were.
+        if (!a.constraints.empty()) base["constraints"] = a.constraints;
         for (const std::string& method : m.names) {
           if (method == "ffm") {
             for (size_t i = 0; i < einsums[wi].size(); ++i)

@@ -97,6 +97,32 @@ assert a == b and len(a) == 1, (a, b)
 assert len(rows(f'{d}/killed/s.h5', ('ffm_baseline',))) == 4
 print('ffm study resumed after SIGKILL ok')
 PY
+# The architecture's mapspace constraints reach the ffm units and the baselines (here: the Buffer
+# keeps weights only, so nothing can be fused there): the study's join equals `mapfuse ffm
+# --constraints` and is worse than the free optimum; the baselines never beat it.
+cat >"$tmp/c.toml" <<'TOML'
+[[constraint]]
+level = "Buffer"
+keep = ["weight"]
+TOML
+sed 's|^spec = "arch.toml"$|spec = "arch.toml"\nconstraints = "c.toml"|' "$tmp/s.toml" >"$tmp/sc.toml"
+"$bin" run "$tmp/sc.toml" --output "$tmp/sc/s.h5" --quiet >/dev/null
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --constraints "$tmp/c.toml" --json >"$tmp/ffm_c.json"
+/usr/bin/python3 - "$tmp" <<'PY'
+import h5py, json, sys
+d = sys.argv[1]
+def rows(path):
+    u = h5py.File(path)['units'][...]
+    return {x['label'].decode(): (x['kind'].decode(), int(x['status']), x['energy_pj'], x['cycles'], x['edp']) for x in u}
+c, free = rows(f'{d}/sc/s.h5'), rows(f'{d}/np1/s.h5')
+join = c['chain3.toml @ arch ffm']
+j = json.load(open(f'{d}/ffm_c.json'))
+assert (j['energy_pj'], j['cycles']) == (join[2], join[3]), (j, join)
+assert join[4] > free['chain3.toml @ arch ffm'][4], (join, free['chain3.toml @ arch ffm'])
+base = [x for x in c.values() if x[0] == 'ffm_baseline' and x[1] == 0]
+assert base and all(x[4] >= join[4] * (1 - 1e-12) for x in base), (base, join)
+print('ffm study with constraints ok')
+PY
 # Bad input.
 expect_exit() {  # status, message, then the arguments
   local want="$1" msg="$2"; shift 2

@@ -110,3 +110,54 @@ TEST_CASE("ffm baselines: bad input is an InputError") {
   CHECK_THROWS_WITH_AS(parse_baseline("randm"), doctest::Contains("did you mean"), InputError);
   CHECK(parse_baseline("sa") == Baseline::Annealing);
 }
+
+TEST_CASE("ffm baselines: mapspace constraints hold the baselines to FFM's constrained mapspace") {
+  // MM0 may keep only its weight in the Buffer (so T1 cannot be backed there by MM0's side), and
+  // every Einsum's registers must take all of K: FFM's constrained optimum is worse than its free
+  // one, random sampling on the tiny space reaches exactly the constrained optimum, and SA and GA
+  // never beat it.
+  const Core c = small_core();
+  const Workload w = chain(2, 2);
+  const std::vector<ConstraintSpec> cs = parse_constraints(R"(
+[[constraint]]
+level = "Buffer"
+layer = "MM0"
+keep = ["weight"]
+[[constraint]]
+level = "Reg"
+min_factors = { K = 2 }
+)",
+                                                           "baseline_constraints.toml");
+  FfmOptions fo;
+  fo.pmappings.constraints = cs;
+  const FfmResult free = ffm_search(w, c, {});
+  const FfmResult constrained = ffm_search(w, c, fo);
+  REQUIRE(free.best(Objective::Edp) != nullptr);
+  REQUIRE(constrained.best(Objective::Edp) != nullptr);
+  const double optimum = constrained.best(Objective::Edp)->edp();
+  CHECK(optimum > free.best(Objective::Edp)->edp());
+  for (Baseline b : {Baseline::Random, Baseline::Annealing, Baseline::Genetic}) {
+    INFO(to_string(b));
+    BaselineOptions o;
+    o.time_budget_s = 60;
+    o.max_evaluations = b == Baseline::Random ? 20000 : 3000;
+    o.constraints = cs;
+    o.verify = true;
+    const BaselineResult r = run_baseline(w, c, b, o);
+    REQUIRE(r.found);
+    CHECK(r.objective >= optimum * (1 - 1e-12));
+    if (b == Baseline::Random) CHECK(r.objective == doctest::Approx(optimum).epsilon(1e-12));
+    // The best tree keeps every Einsum's K whole in the registers.
+    for (const FusionGroup& g : r.tree.groups)
+      for (const Mapping& m : g.mappings) {
+        int64_t k_at_reg = 1;
+        for (const Loop& l : m.levels[0].loops)
+          if (l.rank == 2) k_at_reg *= l.factor;
+        CHECK(k_at_reg == 2);
+      }
+  }
+  // A constraint on a layer the workload does not have is an InputError naming file:line.
+  BaselineOptions bad;
+  bad.constraints = parse_constraints("[[constraint]]\nlevel = \"Buffer\"\nlayer = \"nope\"\n", "bad.toml");
+  CHECK_THROWS_WITH_AS(run_baseline(w, c, Baseline::Random, bad), doctest::Contains("bad.toml:1"), InputError);
+}

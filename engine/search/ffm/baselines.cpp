@@ -42,15 +42,33 @@ constexpr double kInvalid = std::numeric_limits<double>::infinity();
 struct Genome {
   std::vector<int> context;
   std::vector<Mapping> tile;
+  std::vector<uint8_t> outside;  // per Einsum: its tile breaks a factor bound of the constraints
   std::vector<FusedEinsumCost> cost;  // per Einsum: its tile under its context, priced once when drawn
   double value = kInvalid;  // objective; infinity when over capacity or not yet evaluated
 };
 
 class Space {
  public:
-  Space(const Workload& w, const Core& c) : w_(w), c_(c), E_(static_cast<int>(w.einsums.size())) {
+  Space(const Workload& w, const Core& c, const std::vector<ConstraintSpec>& constraints)
+      : w_(w), c_(c), E_(static_cast<int>(w.einsums.size())) {
+    check_constraints(w, c, constraints);
     contexts_.resize(E_);
-    for (int i = 0; i < E_; ++i) contexts_[i] = make_contexts(w, i, c, {});
+    spaces_.resize(E_);
+    const int L = static_cast<int>(c.levels.size());
+    for (int i = 0; i < E_; ++i) {
+      contexts_[i] = make_contexts(w, i, c, {});
+      if (constraints.empty()) continue;
+      spaces_[i] = make_mapspace(constraints, w.einsums[i], c);
+      spaces_[i].levels.resize(L);
+      // A keep constraint that leaves out a tensor the context backs at b excludes the context
+      // (as it excludes every pmapping of it in FFM).
+      std::erase_if(contexts_[i], [&](const PmappingContext& ctx) {
+        const int b = ctx.fused.backing_level;
+        if (b < 0 || b >= L - 1) return false;
+        const auto& keep = spaces_[i].levels[b].keep;
+        return keep && (ctx.fused.onchip & ~*keep) != 0;
+      });
+    }
     drop_unmatched_contexts(w, contexts_);
     for (int i = 0; i < E_; ++i)
       if (contexts_[i].empty())
@@ -97,7 +115,8 @@ class Space {
   // precompiled plan: a genome's evaluation then only sums and checks reservations.
   void redraw_tile(Genome& g, int i, std::mt19937_64& rng) const {
     g.cost.resize(E_);
-    g.tile[i] = draw_tile(i, g.context[i], rng);
+    g.outside.resize(E_, 0);
+    g.tile[i] = draw_tile(i, g.context[i], rng, g.outside[i]);
     const PmappingContext& ctx = contexts_[i][g.context[i]];
     const EvalPlan& plan = plan_for(i, g.context[i]);
     const FlatMapping fm = flatten_fused(g.tile[i], ctx.fused, static_cast<int>(c_.levels.size()));
@@ -109,12 +128,14 @@ class Space {
 
   // A tile mapping of context k of Einsum i: loops only up to the context's top level, the
   // exchanged tensors kept at the backing level, nothing kept between it and the outermost level.
-  Mapping draw_tile(int i, int k, std::mt19937_64& rng) const {
+  // Within the Einsum's constraints: orders, kept tensors and spatial ranks by construction,
+  // factor bounds by redrawing (`outside` when 1,000 draws all broke one).
+  Mapping draw_tile(int i, int k, std::mt19937_64& rng, uint8_t& outside) const {
     const PmappingContext& ctx = contexts_[i][k];
     const Einsum tile = tile_einsum(w_.einsums[i], ctx.shared);
     const int L = static_cast<int>(c_.levels.size()), T = static_cast<int>(tile.tensors.size());
     const TensorMask all = static_cast<TensorMask>((1u << T) - 1);
-    Mapspace ms;
+    Mapspace ms = spaces_[i];
     ms.levels.resize(L);
     for (int l = ctx.top_level + 1; l < L; ++l) {
       ms.levels[l].order = std::vector<int>{};
@@ -122,7 +143,7 @@ class Space {
       ms.levels[l].keep = l == L - 1 ? all : TensorMask{0};
     }
     const int b = ctx.fused.backing_level;
-    if (b >= 0 && b < L - 1) {
+    if (b >= 0 && b < L - 1 && !ms.levels[b].keep) {  // a keep constraint there includes the backed tensors
       TensorMask keep = ctx.fused.onchip;
       for (int t = 0; t < T; ++t)
         if ((core_for(c_, tile).levels[b].may_keep & role_bit(tile.tensors[t].role)) && (rng() & 1)) keep |= static_cast<TensorMask>(1u << t);
@@ -130,7 +151,10 @@ class Space {
     }
     RandomMappingOptions opt;
     opt.space = &ms;
-    return random_mapping(tile, c_, rng, opt);
+    Mapping m = random_mapping(tile, c_, rng, opt);
+    for (int tries = 1; tries < 1000 && !satisfies(m, ms); ++tries) m = random_mapping(tile, c_, rng, opt);
+    outside = !satisfies(m, ms);
+    return m;
   }
 
   // The genome's objective from its per-Einsum costs (infinity when invalid): the same sums and
@@ -139,7 +163,7 @@ class Space {
     g.value = kInvalid;
     double energy = 0, cycles = 0;
     for (int i = 0; i < E_; ++i) {
-      if (!g.cost[i].tile.valid()) return kInvalid;
+      if (!g.cost[i].tile.valid() || g.outside[i]) return kInvalid;
       energy += g.cost[i].energy_pj;
       cycles += g.cost[i].cycles;
     }
@@ -255,6 +279,7 @@ class Space {
   const Core& c_;
   int E_;
   std::vector<std::vector<PmappingContext>> contexts_;
+  std::vector<Mapspace> spaces_;  // per Einsum: its constraints (empty: none)
   std::vector<std::vector<int>> local_;  // [Einsum][workload tensor] -> the Einsum's tensor index, -1
   // Caches and scratch of the single-threaded search (mutable: filled on first use).
   mutable std::vector<std::vector<std::unique_ptr<EvalPlan>>> plans_;  // per context
@@ -290,7 +315,7 @@ class Run {
   double score(Genome& g) {
     ++res.evaluations;
     const double v = S.evaluate(g, o.objective);
-    if (o.verify) {
+    if (o.verify && std::none_of(g.outside.begin(), g.outside.end(), [](uint8_t x) { return x != 0; })) {
       const double slow = Space::objective(evaluate_fused(S.tree(g), S.workload(), S.core()), o.objective);
       if (!(slow == v)) throw std::logic_error("ffm baselines: incremental pricing differs from evaluate_fused");
     }
@@ -394,7 +419,7 @@ BaselineResult run_baseline(const Workload& w, const Core& c, Baseline b, const 
     throw InputError({}, "time_budget_s", "the time budget must be a positive number of seconds");
   if (o.max_evaluations < 0) throw InputError({}, "max_evaluations", "the evaluation budget must be >= 0 (0 = none)");
   if (o.population < 2) throw InputError({}, "population", "the population must hold at least 2 individuals");
-  const Space space(w, c);
+  const Space space(w, c, o.constraints);
   Run run(space, o);
   switch (b) {
     case Baseline::Random: run_random(run); break;

@@ -16,6 +16,7 @@
 
 #include "engine/arch/architecture.hpp"
 #include "engine/mapping/looptree.hpp"
+#include "engine/search/mapspace_toml.hpp"
 #include "engine/search/random_search.hpp"
 #include "engine/workload/workload.hpp"
 
@@ -37,6 +38,11 @@ struct BaselineOptions {
   // Genetic (TileFlow's settings)
   int population = 10;
   double crossover = 0.7, mutation = 0.2;
+  // Mapspace constraints (as for `map` and FFM's PmappingOptions::constraints) on every Einsum's
+  // tile mappings: contexts whose backed tensors a keep constraint leaves out are never drawn, and
+  // a drawn tile mapping that breaks a factor bound is redrawn (after 1,000 tries the point counts
+  // as invalid).
+  std::vector<ConstraintSpec> constraints;
   // Testing: price every point also with evaluate_fused on its LoopTree and throw
   // std::logic_error if the incremental pricing differs (slow).
   bool verify = false;

@@ -554,13 +554,17 @@ std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& 
   return k;
 }
 
-FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
-  const int E = static_cast<int>(w.einsums.size());
-  for (const ConstraintSpec& s : o.pmappings.constraints)
+void check_constraints(const Workload& w, const Core& c, const std::vector<ConstraintSpec>& constraints) {
+  for (const ConstraintSpec& s : constraints)
     if (!s.layer.empty() && w.einsum_index(s.layer) < 0)
       throw InputError(s.where, "layer", "no Einsum '" + s.layer + "' in workload '" + w.name + "'");
-  for (const Einsum& e : w.einsums)
-    if (!o.pmappings.constraints.empty()) (void)make_mapspace(o.pmappings.constraints, e, c);
+  if (!constraints.empty())
+    for (const Einsum& e : w.einsums) (void)make_mapspace(constraints, e, c);
+}
+
+FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
+  const int E = static_cast<int>(w.einsums.size());
+  check_constraints(w, c, o.pmappings.constraints);
   std::vector<std::vector<PmappingContext>> contexts(E);
   int64_t all = 0;
   for (int i = 0; i < E; ++i) all += static_cast<int64_t>((contexts[i] = make_contexts(w, i, c, o.pmappings)).size());

@@ -103,6 +103,9 @@ struct FfmResult {
 // chain). Exact: generation reads nothing else. Mapspace constraints (PmappingOptions::constraints)
 // are checked against every Einsum before anything is generated (InputError, naming file:line).
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
+// InputError (naming file:line) for a constraint on a layer w does not have or one that does
+// not fit an Einsum on c (make_mapspace); what ffm_search and the baselines check first.
+void check_constraints(const Workload& w, const Core& c, const std::vector<ConstraintSpec>& constraints);
 std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts,
                            const std::vector<ConstraintSpec>& constraints = {});
 
