@@ -344,6 +344,37 @@ struct TileWorker::State {
   TileSink* sink = nullptr;
   TileWorker* owner = nullptr;
   std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see order_classes()
+  // analyze() per loop structure (levels, ranks and kinds of the loops, kept tensors): a bucket is
+  // refilled and flushed many times with the same structures, and analyze() reads no factor.
+  struct NestKey {
+    std::array<uint8_t, 3 * kMaxLoops + kMaxLevels + 2> b{};
+    bool operator==(const NestKey&) const = default;
+  };
+  struct NestKeyHash {
+    size_t operator()(const NestKey& k) const {
+      return std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(k.b.data()), k.b.size()));
+    }
+  };
+  // Per plan: the search's, and the relaxed one partial choices are compared with (reference()).
+  std::unordered_map<NestKey, NestStructure, NestKeyHash> nests, relaxed_nests;
+  static constexpr size_t kMaxNests = 8192;  // about 20 MB per thread and plan at most
+  const NestStructure& nest_of(const FlatMapping& fm, bool relaxed = false) {
+    auto& cache = relaxed ? relaxed_nests : nests;
+    NestKey k;
+    size_t i = 0;
+    k.b[i++] = static_cast<uint8_t>(fm.n_loops);
+    k.b[i++] = fm.onchip_backing;
+    for (int l = 0; l < fm.n_levels; ++l) k.b[i++] = fm.keep[static_cast<size_t>(l)];
+    for (int j = 0; j < fm.n_loops; ++j) {
+      const FlatLoop& lp = fm.loops[static_cast<size_t>(j)];
+      k.b[i++] = static_cast<uint8_t>(lp.level);
+      k.b[i++] = static_cast<uint8_t>(lp.rank);
+      k.b[i++] = static_cast<uint8_t>(lp.kind);
+    }
+    if (auto it = cache.find(k); it != cache.end()) return it->second;
+    if (cache.size() >= kMaxNests) cache.clear();
+    return cache.emplace(k, analyze(relaxed ? s->relaxed_ : s->plan_, fm)).first->second;
+  }
   // Open-addressing table support -> live bucket + 1 (0 = empty), at most half full.
   std::vector<uint32_t> table;
   size_t table_mask = 0;
@@ -613,7 +644,7 @@ struct TileWorker::State {
         fm.keep[L - 1] = static_cast<TensorMask>(fm.keep[L - 1] & ~spec.onchip_backing);
         fm.onchip_backing = spec.onchip_backing;
       }
-      const NestStructure ns = analyze(s->plan_, fm);
+      const NestStructure& ns = nest_of(fm);
       for (int i = 0; i < fm.n_loops; ++i) {
         const size_t sl = static_cast<size_t>(cand.slot(fm.loops[i].level, fm.loops[i].kind, fm.loops[i].rank));
         for (int k = 0; k < count; ++k) lf[i][k] = lanes[static_cast<size_t>(k) * W + sl];
@@ -663,6 +694,8 @@ struct TileWorker::State {
     if (s != &search) {
       orders.clear();
       code_cache.clear();
+      nests.clear();
+      relaxed_nests.clear();
       fanout_cache.clear();
       std::fill(code_fast.begin(), code_fast.end(), nullptr);
       std::fill(order_fast.begin(), order_fast.end(), nullptr);
@@ -807,7 +840,9 @@ struct TileWorker::State {
       fm.keep[L - 1] = static_cast<TensorMask>(fm.keep[L - 1] & ~spec.onchip_backing);
       fm.onchip_backing = spec.onchip_backing;
     }
-    evaluate(s->relaxed_, fm, part_cost);
+    int64_t factors[kMaxLoops];
+    for (int i = 0; i < fm.n_loops; ++i) factors[i] = fm.loops[static_cast<size_t>(i)].factor;
+    evaluate(s->relaxed_, nest_of(fm, true), factors, &part_cost);
     ref_keep = fm.keep;
     return part_cost.valid();
   }
