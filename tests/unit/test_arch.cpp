@@ -125,12 +125,17 @@ void expect_input_error(const std::string& text, const std::string& file, const 
   CHECK_THROWS_WITH_AS(parse_architecture(text, file), doctest::Contains((file + ":").c_str()), InputError);
 }
 
+// DRAM and an 8 KiB buffer "Buf" whose table is still open: the input-error tests append to it.
+std::string dram_and_buffer() {
+  return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
+         "[[level]]\nname = \"Buf\"\nsize_kb = 8\n";
+}
+
 }  // namespace
 
 TEST_CASE("arch: energy_mlp input errors name the file, line and what is wrong") {
   auto arch = [](const std::string& mlp, const std::string& extra = "") {
-    return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
-           "[[level]]\nname = \"Buf\"\nsize_kb = 8\n" + extra + "energy_mlp = " + mlp + "\n";
+    return dram_and_buffer() + extra + "energy_mlp = " + mlp + "\n";
   };
   auto expect = [](const std::string& text, const std::string& what) { expect_input_error(text, "mlp.toml", what); };
   CHECK_NOTHROW(parse_architecture(arch("{ capacity_kb = [1, 8], energy_pj = [0.3, 0.8] }"), "mlp.toml"));
@@ -198,10 +203,7 @@ TEST_CASE("arch: vector unit, a softmax on TPUv4i's ScalarUnit, hand-counted") {
 }
 
 TEST_CASE("arch: vector unit input errors name the file, line and what is wrong") {
-  auto arch = [](const std::string& vector) {
-    return "name = \"t\"\n[compute]\nenergy_pj = 1\n[[level]]\nname = \"DRAM\"\nenergy_pj = 100\n"
-           "[[level]]\nname = \"Buf\"\nsize_kb = 8\nenergy_pj = 1\n[vector]\n" + vector;
-  };
+  auto arch = [](const std::string& vector) { return dram_and_buffer() + "energy_pj = 1\n[vector]\n" + vector; };
   auto expect = [](const std::string& text, const std::string& what) { expect_input_error(text, "v.toml", what); };
   CHECK_NOTHROW(parse_architecture(arch("level = \"Buf\"\nlanes = 8\nenergy_pj = 0.1\n"), "v.toml"));
   expect(arch("level = \"Bfu\"\nlanes = 8\nenergy_pj = 0.1\n"), "no level 'Bfu'");
