@@ -44,6 +44,7 @@ Command add_ffm_command(CLI::App& app) {
     std::vector<std::string> must_fuse, must_not_fuse;
     int64_t max_memory_mib = 0;
     double epsilon = 0;
+    int nested_loops = 0;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
@@ -65,6 +66,10 @@ Command add_ffm_command(CLI::App& app) {
   cmd->add_flag("--all-orders", o->all_orders,
                 "join in every order of the Einsums that respects their data dependences (which Einsums can be "
                 "fused depends on it) and keep the best of all");
+  cmd->add_option("--nested-loops", o->nested_loops,
+                  "nested fusion: up to this many loops per Einsum that a run of consecutive Einsums inside a "
+                  "fusion group shares below the group's loops (0 = every loop covers the whole group)")
+      ->check(CLI::Range(0, 4));
   cmd->add_option("--constraints", o->constraints,
                   "mapspace constraints TOML ([[constraint]] tables, as for `map`) on every Einsum's tile mappings");
   cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
@@ -84,6 +89,7 @@ Command add_ffm_command(CLI::App& app) {
             opt.max_memory_mib = o->max_memory_mib;
             opt.epsilon = o->epsilon;
             opt.all_orders = o->all_orders;
+            opt.pmappings.nested_loops = o->nested_loops;
             if (!o->constraints.empty()) opt.pmappings.constraints = load_constraints(o->constraints);
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);

@@ -91,6 +91,7 @@ struct StudyMethod {
   int64_t max_memory_mib = 0;   // ffm: stop the join with a clear error beyond this (0 = none)
   double epsilon = 0;           // ffm: two-pass epsilon pruning of the join (0 = one exact join)
   bool all_orders = false;      // ffm: join in every order of the Einsums (FfmOptions::all_orders)
+  int64_t nested_loops = 0;     // ffm: nested fusion, loops per Einsum of a nested run (PmappingOptions::nested_loops)
 };
 
 struct Study {

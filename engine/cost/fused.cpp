@@ -74,6 +74,7 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
   out.einsums.resize(E);
   out.contexts.resize(E);
   out.tiles.resize(E);
+  out.usage.resize(E);
   out.valid = true;
   auto note_invalid = [&](Invalid why, int level, int einsum) {
     if (!out.valid) return;
@@ -90,7 +91,7 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
     for (const TensorBacking& tb : fg.backing) {
       if (b >= 0 && tb.level != b)
         reject(g, fmt::format("exchanged tensors are backed at {} and {}: one backing level per group "
-                              "(nested fusion is not modelled yet)", c.levels[b].name, c.levels[tb.level].name));
+                              "(different backing levels in one group are not modelled yet)", c.levels[b].name, c.levels[tb.level].name));
       b = tb.level;
     }
     if (n == 1 && !fg.shared_loops.empty())
@@ -101,10 +102,14 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
       if (sl.level != b)
         reject(g, fmt::format("shared loops must sit directly above the backing level {} (found one at level {})",
                               c.levels[b].name, sl.level));
+    const int nl = static_cast<int>(fg.shared_loops.size());
+    auto covers = [&](int k, int i) { return fg.shared_loops[k].rank[i] >= 0; };
     struct Exchanged {
-      int tensor;           // workload tensor index
+      int tensor;                 // workload tensor index
       int first = -1, last = -1;  // positions of the producer and the last consumer in the group
-      int64_t tile = -1;
+      std::vector<int> above;     // the loops above its storage: those covering producer and consumers
+      int live_from = -1, live_to = -1;  // the branches during which its tile is held
+      int64_t tile = -1;          // words of the stored tile at b
     };
     std::vector<Exchanged> exchanged;
     for (const TensorBacking& tb : fg.backing) {
@@ -119,6 +124,29 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
         if (std::find(fg.einsums.begin(), fg.einsums.end(), consumer) == fg.einsums.end())
           reject(g, fmt::format("tensor '{}' is backed on chip but also consumed by '{}' outside the group", tb.tensor,
                                 w.einsums[consumer].name));
+      // Stored directly under the loops common to its producer and every consumer. A deeper loop
+      // around the producer fills the tile piece by piece, one around a consumer reads it again
+      // and again: the tile is held for the whole of such loops.
+      x.live_from = x.first;
+      x.live_to = x.last;
+      if (x.first >= 0)
+        for (int k = 0; k < nl; ++k) {
+          bool all = covers(k, x.first);
+          for (int i = 0; i < n; ++i)
+            if (std::find(ti.consumers.begin(), ti.consumers.end(), fg.einsums[i]) != ti.consumers.end())
+              all &= covers(k, i);
+          if (all) {
+            x.above.push_back(k);
+            continue;
+          }
+          bool around = false;
+          for (int i = 0; i < n; ++i)
+            around |= covers(k, i) && (i == x.first || std::find(ti.consumers.begin(), ti.consumers.end(),
+                                                                 fg.einsums[i]) != ti.consumers.end());
+          if (!around) continue;
+          for (int i = 0; i < n; ++i)
+            if (covers(k, i)) x.live_from = std::min(x.live_from, i), x.live_to = std::max(x.live_to, i);
+        }
       exchanged.push_back(x);
     }
     // Every branch's usage: its own reservations plus the exchanged tiles live during it.
@@ -136,30 +164,35 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
           if (ti >= 0) ctx.onchip |= static_cast<TensorMask>(1u << ti);
         }
         const int out_t = e.output_index();
-        for (size_t k = 0; k < fg.shared_loops.size(); ++k) {
+        for (int k = 0; k < nl; ++k) {
           const SharedLoop& sl = fg.shared_loops[k];
           const int r = sl.rank[i];
-          if (r < 0) reject(g, fmt::format("shared loop {} does not iterate '{}': every Einsum of a group iterates every shared loop", k, e.name));
+          if (r < 0) continue;
           if (plain_dim(e, out_t, r) < 0)
             reject(g, fmt::format("shared loop {} runs over rank {} of '{}', which does not index its output plainly "
                                   "(partial sums would cross iterations)", k, e.ranks[r].name, e.name));
-          for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
-            if ((ctx.onchip >> ti & 1) && plain_dim(e, ti, r) < 0)
-              reject(g, fmt::format("shared loop {} runs over rank {} of '{}', which does not index exchanged tensor '{}' plainly",
-                                    k, e.ranks[r].name, e.name, e.tensors[ti].name));
+          if (shared[r] > 1 && sl.factor > 1)
+            reject(g, fmt::format("two shared loops run over rank {} of '{}'", e.ranks[r].name, e.name));
           shared[r] *= sl.factor;
           ctx.iterations *= sl.factor;
         }
-        // Each shared loop steps the same dimension of an exchanged tensor in all its Einsums.
+        // A loop around an exchanged tensor's producer and one of its consumers steps the same
+        // plain dimension of the tensor in both (the consumer reads what was just produced); a
+        // loop around a consumer alone steps a plain dimension or none (it reads the tile again).
         for (const Exchanged& x : exchanged) {
           const int ti = e.tensor_index(w.tensors[x.tensor].name);
-          if (ti < 0 || x.first < 0) continue;
+          if (ti < 0 || x.first < 0 || x.first == i) continue;
           const Einsum& prod = w.einsums[fg.einsums[x.first]];
           const int pti = prod.tensor_index(w.tensors[x.tensor].name);
-          for (const SharedLoop& sl : fg.shared_loops)
-            if (plain_dim(e, ti, sl.rank[i]) != plain_dim(prod, pti, sl.rank[x.first]))
-              reject(g, fmt::format("a shared loop steps different dimensions of '{}' in '{}' and '{}'",
+          for (int k = 0; k < nl; ++k) {
+            const SharedLoop& sl = fg.shared_loops[k];
+            if (sl.rank[i] < 0) continue;
+            const int d = plain_dim(e, ti, sl.rank[i]);
+            if (sl.rank[x.first] >= 0 ? d < 0 || d != plain_dim(prod, pti, sl.rank[x.first])
+                                      : d < 0 && e.rank_relevant(ti, sl.rank[i]))
+              reject(g, fmt::format("shared loop {} steps '{}' differently in '{}' and '{}'", k,
                                     w.tensors[x.tensor].name, prod.name, e.name));
+          }
         }
         const Mapping& m = fg.mappings[i];
         for (int l = b + 1; l < L; ++l)
@@ -190,19 +223,26 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
       out.contexts[ei] = ctx;
       if (!fc.tile.valid()) note_invalid(fc.tile.invalid, scratch.invalid_level, ei);
       own[i] = fc.own;
+      // The stored tile: the tensor's words under the loops above its storage, the same seen
+      // from the producer and from every consumer.
       for (Exchanged& x : exchanged) {
         const int ti = e.tensor_index(w.tensors[x.tensor].name);
         if (ti < 0) continue;
-        if (x.tile >= 0 && x.tile != fc.exchanged_tile[ti])
+        std::array<int64_t, kMaxRanks> above;
+        above.fill(1);
+        for (int k : x.above) above[fg.shared_loops[k].rank[i]] *= fg.shared_loops[k].factor;
+        const int64_t words = tile_einsum(e, above).tensor_volume(ti);
+        if (x.tile >= 0 && x.tile != words)
           reject(g, fmt::format("tensor '{}' has a tile of {} words in one Einsum and {} in '{}'",
-                                w.tensors[x.tensor].name, x.tile, fc.exchanged_tile[ti], e.name));
-        x.tile = fc.exchanged_tile[ti];
+                                w.tensors[x.tensor].name, x.tile, words, e.name));
+        x.tile = words;
       }
     }
     for (int i = 0; i < n; ++i) {
       std::array<int64_t, kMaxLevels> usage = own[i];
       for (const Exchanged& x : exchanged)
-        if (x.first <= i && i <= x.last) usage[b] += x.tile;
+        if (x.live_from <= i && i <= x.live_to) usage[b] += x.tile;
+      out.usage[fg.einsums[i]] = usage;
       for (int l = 0; l < L; ++l) {
         out.peak[l] = std::max(out.peak[l], usage[l]);
         const Level& lv = c.levels[l];

@@ -2,16 +2,21 @@
 // The exact cost of a fused mapping (LoopTree) of a whole workload on one core, built from the
 // single-Einsum model (model.hpp). The semantics are FFM's (docs/ffm.md):
 //  - A fusion group of two or more Einsums has one on-chip backing level b for every tensor it
-//    exchanges, and shared loops directly above b (SharedLoop::level == b) that every Einsum of
-//    the group iterates. Each shared loop runs over a rank that indexes, in every Einsum of the
-//    group, one plain dimension of each exchanged tensor it touches and of its own output, so
-//    every iteration produces final values (no partial sums cross iterations).
+//    exchanges, and shared loops directly above b (SharedLoop::level == b), each around a run of
+//    the group's Einsums (all of them, or a nested run: nested fusion). A shared loop runs, in
+//    every Einsum it covers, over a rank that indexes one plain dimension of its output, so every
+//    iteration produces final values (no partial sums cross iterations); around an exchanged
+//    tensor's producer and a consumer it steps the same plain dimension of the tensor in both.
+//  - An exchanged tensor is stored at b under the loops common to its producer and all its
+//    consumers (its tile); a deeper loop around the producer fills that tile piece by piece, one
+//    around a consumer alone reads it again and again, so the tile is held for the whole of such
+//    loops.
 //  - Below the shared loops each Einsum runs its own mapping on one tile (its ranks divided by
 //    the shared factors). Its storage nodes are in its branch: a tile's data is fetched once per
 //    iteration. So the Einsum's cost is the single-Einsum model of one tile times the number of
 //    iterations, with the exchanged tensors backed at b: never read from or written to DRAM.
 //  - Reservations: an exchanged tensor's tile at b is live from its producer's branch to its
-//    last consumer's; everything else an Einsum keeps is live during its own branch. Usage of a
+//    last consumer's (widened to the runs of the deeper loops just described); everything else an Einsum keeps is live during its own branch. Usage of a
 //    level is the sum of what is live during a branch, and the maximum over branches (and over
 //    the groups, which run one after another) must fit the level's capacity.
 //  - Energy is the sum over Einsums; latency is the sum over Einsums too (groups run in sequence,
@@ -65,6 +70,7 @@ struct FusedCost {
   std::vector<FusedEinsumCost> einsums;          // by workload Einsum index
   std::vector<FusedContext> contexts;            // by workload Einsum index
   std::vector<CostResult> tiles;                 // per Einsum: the model's breakdown of one tile
+  std::vector<std::array<int64_t, kMaxLevels>> usage;  // per Einsum: its branch's usage per level and instance
   std::array<int64_t, kMaxLevels> peak{};        // max usage per instance over all branches
   double edp() const { return energy_pj * cycles; }
 };
@@ -72,7 +78,8 @@ struct FusedCost {
 // Evaluates a LoopTree end to end. Throws InputError when the tree is structurally invalid
 // (check_looptree) or outside the fused mapspace modelled here (the message says which rule:
 // several backing levels in one group, shared loops not directly above the backing level, a
-// shared loop over a rank that does not index an exchanged tensor or the Einsum's output, own
+// shared loop over a rank that does not index the Einsum's output plainly, or that steps an
+// exchanged tensor differently in its producer and a consumer, two loops over one rank, own
 // loops above the backing level, an exchanged tensor kept between b and DRAM, tiles of one
 // exchanged tensor that differ between its producer and a consumer). Capacity overflow is not
 // an error: the result is returned with valid = false and the level named.

@@ -81,6 +81,28 @@ std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, 
       if (sl.level < 0 || sl.level >= L) return fmt::format("fusion group {}: shared loop level {} does not exist", g, sl.level);
       lowest_shared = std::max(lowest_shared, sl.level);
     }
+    // Every loop covers a run of consecutive Einsums; runs are nested or disjoint, outer first.
+    std::vector<std::pair<int, int>> runs;
+    for (size_t k = 0; k < fg.shared_loops.size(); ++k) {
+      const std::vector<int>& rank = fg.shared_loops[k].rank;
+      int lo = -1, hi = -1;
+      for (int i = 0; i < n; ++i)
+        if (rank[i] >= 0) {
+          if (hi >= 0 && hi != i - 1)
+            return fmt::format("fusion group {}: shared loop {} covers Einsums that are not consecutive", g, k);
+          if (lo < 0) lo = i;
+          hi = i;
+        }
+      if (lo < 0) return fmt::format("fusion group {}: shared loop {} covers no Einsum", g, k);
+      for (size_t j = 0; j < runs.size(); ++j) {
+        const auto [a, b] = runs[j];
+        const bool disjoint = hi < a || b < lo, inside = a <= lo && hi <= b;
+        if (!disjoint && !inside)
+          return fmt::format("fusion group {}: shared loop {} covers Einsums of loop {} without being inside it (runs "
+                             "nest, and an outer loop comes first)", g, k, j);
+      }
+      runs.push_back({lo, hi});
+    }
     std::set<std::string> backed;
     for (const TensorBacking& b : fg.backing) {
       if (!exchanged.count(b.tensor))

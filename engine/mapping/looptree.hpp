@@ -1,7 +1,9 @@
 #pragma once
 // A fused mapping of a whole workload (FFM's LoopTree). Einsums are partitioned into fusion groups
-// that run one after another. Inside a group, the shared loops (outermost first) iterate all of
-// the group's Einsums together, tile by tile; every tensor the group's Einsums exchange has a
+// that run one after another. Inside a group, the shared loops (outermost first) iterate the
+// group's Einsums together, tile by tile: a loop covers a run of consecutive Einsums of the group
+// (all of them, or a nested run: nested fusion, e.g. a head loop around QK, softmax and AV inside
+// a token loop around the whole group); every tensor the group's Einsums exchange has a
 // backing level (an on-chip level: fused, it never goes to DRAM; the outermost level: unfused),
 // and below the shared loops each Einsum has its own intra-Einsum Mapping for the remaining
 // factors. FADiff's layer-wise view (tiling factors + fusion flags per producer -> consumer edge)
@@ -19,8 +21,9 @@ namespace mapfuse {
 
 struct SharedLoop {
   // The rank each Einsum of the group iterates with this loop (index into that Einsum's ranks,
-  // in the order of FusionGroup::einsums); -1 when the loop does not move that Einsum (it then
-  // repeats the Einsum's work only if the loop is relevant to none of its tensors).
+  // in the order of FusionGroup::einsums); -1 when the loop does not cover that Einsum. The
+  // covered Einsums are consecutive, and two loops cover disjoint runs or one covers the
+  // other's (a tree); a loop comes after every loop whose run strictly contains its own.
   std::vector<int> rank;
   int64_t factor = 1;
   int level = 0;  // the level whose tile the loop steps: shared tensors are backed at or above it
@@ -46,7 +49,8 @@ struct LoopTree {
 LoopTree unfused_looptree(const Workload& w, const std::vector<Mapping>& mappings);
 
 // Structural validity with a precise reason: every Einsum in exactly one group and groups in a
-// topological order; the group's Einsums connected by their exchanged tensors; every exchanged
+// topological order; the group's Einsums connected by their exchanged tensors; every shared loop
+// covering a non-empty run of consecutive Einsums, the runs forming a tree; every exchanged
 // tensor backed once, at a level that may hold its roles, no lower than the shared loops that
 // step it; per Einsum, shared and own factors multiplying to each rank size; each Einsum's own
 // mapping structurally valid (check_structure). Capacity is the cost model's concern.

@@ -201,6 +201,154 @@ Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
   return out;
 }
 
+// A MAC Einsum from rank sizes and, per tensor, the ranks indexing its dimensions (plain; the
+// output last; the second tensor is a weight when `weight`).
+Einsum plain_einsum(std::string name, std::vector<std::pair<std::string, int64_t>> ranks,
+                    std::vector<std::pair<std::string, std::vector<int>>> tensors, bool weight) {
+  Einsum e;
+  e.name = std::move(name);
+  for (auto& [n, size] : ranks) e.ranks.push_back({n, size});
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    TensorAccess a;
+    a.name = tensors[t].first;
+    a.role = t + 1 == tensors.size() ? TensorRole::Output : t == 1 && weight ? TensorRole::Weight : TensorRole::Input;
+    for (int r : tensors[t].second) a.dims.push_back({{r, 1}});
+    e.tensors.push_back(std::move(a));
+  }
+  return e;
+}
+
+// Attention in miniature, the shape of TransFusion's dataflow: S[m,p,h] = Q[m,h,e] K[p,h,e],
+// A[m,h,f] = S[m,p,h] V[p,h,f], Z[m,g] = A[m,h,f] WZ[h,f,g]. Nested fusion can share a loop over
+// m with all three and one over h with QK and AV alone (Z reduces over h). With `projection`,
+// Q[m,h,e] = I[m,d] WQ[d,h,e] comes first: QK then reads Q again in every iteration of the h
+// loop, so Q's tile is held until AV is done.
+Workload mini_attention(int64_t n, bool projection) {
+  Workload w;
+  w.name = "mini_attention";
+  if (projection)
+    w.einsums.push_back(plain_einsum("Qp", {{"M", n}, {"H", 2}, {"E", 2}, {"D", 2}},
+                                     {{"I", {0, 3}}, {"WQ", {3, 1, 2}}, {"Q", {0, 1, 2}}}, true));
+  w.einsums.push_back(plain_einsum("QK", {{"M", n}, {"P", n}, {"H", 2}, {"E", 2}},
+                                   {{"Q", {0, 2, 3}}, {"K", {1, 2, 3}}, {"S", {0, 1, 2}}}, false));
+  w.einsums.push_back(plain_einsum("AV", {{"M", n}, {"H", 2}, {"F", 2}, {"P", n}},
+                                   {{"S", {0, 3, 1}}, {"V", {3, 1, 2}}, {"A", {0, 1, 2}}}, false));
+  w.einsums.push_back(plain_einsum("Z", {{"M", n}, {"G", 2}, {"H", 2}, {"F", 2}},
+                                   {{"A", {0, 2, 3}}, {"WZ", {2, 3, 1}}, {"Z", {0, 1}}}, true));
+  finalize(w);
+  return w;
+}
+
+// The brute force of a mapspace with nested fusion, with the fused cost model as the judge of
+// structure: every assignment of contexts whose shared tensors agree is built into a LoopTree
+// (build_looptree; an assignment it cannot build is no mapping) and evaluated end to end
+// (evaluate_fused; one it rejects is outside the mapspace). The exchanged tiles each branch holds
+// come from that evaluation (usage minus the branch's own words), not from the join's rules; then
+// every tuple of tile mappings that fits is costed, as above.
+Brute nested_brute_force(const Workload& w, const Core& c, PmappingOptions opt, int64_t* trees) {
+  opt.prune = false;
+  Brute out;
+  const int E = static_cast<int>(w.einsums.size());
+  for (int i = 0; i < E; ++i) {
+    out.pm.push_back(generate_pmappings_reference(w, i, c, opt, make_contexts(w, i, c, opt)));
+    for (auto& list : out.pm.back().pmappings) {
+      std::vector<Pmapping> unique;
+      for (Pmapping& p : list) {
+        bool seen = false;
+        for (const Pmapping& u : unique) seen |= u.energy_pj == p.energy_pj && u.cycles == p.cycles && u.own == p.own;
+        if (!seen) unique.push_back(std::move(p));
+      }
+      list = std::move(unique);
+    }
+  }
+  const int L = static_cast<int>(c.levels.size());
+  std::vector<Choice> ch(E);
+  std::vector<std::vector<int>> fitting(E);
+  std::function<void(int, double, double)> pick = [&](int i, double energy, double cycles) {
+    if (i == E) {
+      for (const Point& q : out.front)
+        if (q.energy <= energy && q.cycles <= cycles) return;
+      std::vector<Point> f;
+      std::vector<std::vector<Choice>> fc;
+      for (size_t k = 0; k < out.front.size(); ++k)
+        if (!(energy <= out.front[k].energy && cycles <= out.front[k].cycles))
+          f.push_back(out.front[k]), fc.push_back(out.front_choices[k]);
+      size_t at = 0;
+      while (at < f.size() && f[at].energy < energy) ++at;
+      f.insert(f.begin() + static_cast<long>(at), Point{energy, cycles});
+      fc.insert(fc.begin() + static_cast<long>(at), ch);
+      out.front = std::move(f);
+      out.front_choices = std::move(fc);
+      return;
+    }
+    const auto& list = out.pm[i].pmappings[ch[i].context];
+    for (int q : fitting[i]) {
+      if (i == E - 1) ++out.combinations;
+      ch[i].pmapping = q;
+      pick(i + 1, energy + list[q].energy_pj, cycles + list[q].cycles);
+    }
+  };
+  std::function<void(int)> assign = [&](int i) {
+    if (i == E) {
+      for (int e = 0; e < E; ++e)
+        if (out.pm[e].pmappings[ch[e].context].empty()) return;
+        else ch[e].pmapping = 0;
+      FusedCost f;
+      try {
+        f = evaluate_fused(build_looptree(w, c, out.pm, ch), w, c);
+      } catch (const std::logic_error&) {  // InputError included: not a mapping of this mapspace
+        return;
+      }
+      ++*trees;
+      double sum = 0;
+      for (int e = 0; e < E; ++e) sum += out.pm[e].pmappings[ch[e].context][0].energy_pj;
+      CHECK(f.energy_pj == doctest::Approx(sum).epsilon(1e-12));
+      for (int e = 0; e < E; ++e) {
+        fitting[e].clear();
+        const auto& list = out.pm[e].pmappings[ch[e].context];
+        for (size_t q = 0; q < list.size(); ++q) {
+          bool fits = true;
+          for (int l = 0; l < L; ++l) {
+            const int64_t live = f.usage[e][l] - f.einsums[e].own[l];
+            if (c.levels[l].entries > 0 &&
+                (list[q].own[l] + live) * c.levels[l].multiple_buffering > c.levels[l].entries)
+              fits = false;
+          }
+          if (fits) fitting[e].push_back(static_cast<int>(q));
+        }
+        // With the exchanged tiles fixed by the tree, the Einsums' choices are independent: only
+        // those on an Einsum's own energy-latency front can be on the sum's (exact).
+        std::vector<int> front;
+        for (int q : fitting[e]) {
+          bool dominated = false;
+          for (int r : fitting[e])
+            dominated |= r != q && list[r].energy_pj <= list[q].energy_pj && list[r].cycles <= list[q].cycles &&
+                         (list[r].energy_pj < list[q].energy_pj || list[r].cycles < list[q].cycles || r < q);
+          if (!dominated) front.push_back(q);
+        }
+        fitting[e] = std::move(front);
+      }
+      pick(0, 0.0, 0.0);
+      return;
+    }
+    for (size_t k = 0; k < out.pm[i].contexts.size(); ++k) {
+      const PmappingContext& ctx = out.pm[i].contexts[k];
+      bool ok = true;
+      for (const TensorCompat& tc : ctx.compat) {
+        const int producer = w.tensors[tc.tensor].producer;
+        if (producer >= i) continue;
+        const TensorCompat* other = out.pm[producer].contexts[ch[producer].context].find(tc.tensor);
+        ok &= other && *other == tc;
+      }
+      if (!ok) continue;
+      ch[i].context = static_cast<int>(k);
+      assign(i + 1);
+    }
+  };
+  assign(0);
+  return out;
+}
+
 std::vector<Point> points(const FfmResult& r) {
   std::vector<Point> p;
   for (const FfmSolution& s : r.pareto) p.push_back({s.energy_pj, s.cycles});
@@ -544,4 +692,55 @@ TEST_CASE("ffm: joining in every Einsum order equals the brute force over every 
   }
   MESSAGE(better << " optima of 4 buffer sizes x 3 objectives are better in another Einsum order");
   CHECK(better > 0);
+}
+
+TEST_CASE("ffm: nested fusion equals a brute force judged by the fused cost model") {
+  // Three matmuls (a nested loop over M can cover the last two only) and the attention in
+  // miniature (m around all three, h around QK and AV), on buffers where nesting pays off.
+  struct Case {
+    std::string name;
+    Workload w;
+    Core c;
+  };
+  std::vector<Case> cases;
+  for (int64_t glb : {6, 8, 10, 12, 14, 16, 20})
+    cases.push_back({"three matmuls", test::matmul_chain(4, {{4, 1}, {1, 4}, {4, 1}}), ffm_test_core(glb, 3)});
+  for (int64_t glb : {6, 8, 10, 12, 14, 16, 20})
+    cases.push_back({"three matmuls b", test::matmul_chain(4, {{2, 1}, {1, 2}, {4, 1}}), ffm_test_core(glb, 2)});
+  for (int64_t glb : {6, 8, 10, 12, 14, 16, 20, 24}) cases.push_back({"mini attention", mini_attention(2, false), ffm_test_core(glb, 2)});
+  for (int64_t glb : {8, 12, 16, 20}) cases.push_back({"mini attention with Q", mini_attention(2, true), ffm_test_core(glb, 2)});
+  int better = 0;
+  for (const Case& k : cases) {
+    CAPTURE(k.name);
+    CAPTURE(k.c.levels[1].entries);
+    PmappingOptions o;
+    o.explore_orders = false;
+    o.nested_loops = 1;
+    FfmOptions fo;
+    fo.pmappings = o;
+    const FfmResult r = ffm_search(k.w, k.c, fo);
+    int64_t trees = 0;
+    const Brute b = nested_brute_force(k.w, k.c, o, &trees);
+    MESSAGE(k.name << " (buffer " << k.c.levels[1].entries << "): " << trees << " trees, " << b.combinations << " combinations, front of " << b.front.size());
+    REQUIRE_FALSE(b.front.empty());
+    CHECK(points(r) == b.front);
+    // Every FFM solution re-evaluated end to end, to the bit.
+    bool nested = false;
+    for (const FfmSolution& s : r.pareto) {
+      const FusedCost f = evaluate_fused(s.tree, k.w, k.c);
+      CHECK(f.valid);
+      CHECK(f.energy_pj == s.energy_pj);
+      CHECK(f.cycles == s.cycles);
+      for (const FusionGroup& g : s.tree.groups)
+        for (const SharedLoop& sl : g.shared_loops) nested |= std::count(sl.rank.begin(), sl.rank.end(), -1) > 0;
+    }
+    // Without nested fusion the front is worse somewhere, and then some point of it needs a
+    // nested loop.
+    fo.pmappings.nested_loops = 0;
+    if (points(ffm_search(k.w, k.c, fo)) != b.front) {
+      ++better;
+      CHECK(nested);
+    }
+  }
+  CHECK(better >= 4);
 }

@@ -182,3 +182,70 @@ TEST_CASE("ffm fused cost: an Einsum alone in its group costs what the single-Ei
   CHECK(u.energy_pj == ra.energy_pj + rb.energy_pj);
   CHECK(u.peak[0] == std::max(ra.level_occupancy[0], rb.level_occupancy[0]));
 }
+
+// Nested fusion: A; M{B; C} -- A produces T1 whole, and a loop over M that only B and C share
+// steps T2 between them. T1 (8 words) is stored under no loop; B reads it piece by piece in
+// every iteration of the nested loop, so it is held until the loop ends, during C's branch too
+// although C does not touch it. T2 is stored under the nested loop: a 2 x 2 tile.
+TEST_CASE("ffm fused cost: a nested loop over part of a group, hand-computed reservations") {
+  Workload w;
+  w.name = "three_matmuls";
+  w.einsums.push_back(make_matmul("A", 4, 2, 2, "T0", "W0", "T1"));
+  w.einsums.push_back(make_matmul("B", 4, 2, 2, "T1", "W1", "T2"));
+  w.einsums.push_back(make_matmul("C", 4, 2, 2, "T2", "W2", "T3"));
+  finalize(w);
+  const Core c = fused_test_core(20);
+  FusionGroup g;
+  g.einsums = {0, 1, 2};
+  g.shared_loops.push_back({{-1, 0, 0}, 2, 0});  // M of B and of C, above the buffer
+  g.backing = {{"T1", 0}, {"T2", 0}};
+  for (int i = 0; i < 3; ++i) {
+    Einsum tile = w.einsums[i];
+    if (i > 0) tile.ranks[0].size /= 2;
+    g.mappings.push_back(all_in_buffer(tile));
+  }
+  LoopTree t{{g}};
+  const FusedCost f = evaluate_fused(t, w, c);
+  CHECK(f.valid);
+  CHECK(f.einsums[0].iterations == 1);
+  CHECK(f.einsums[1].iterations == 2);
+  CHECK(f.einsums[2].iterations == 2);
+  // Own words at the buffer (without exchanged tiles): A 8 + 4, B 4 (W1), C 4 + 4 (W2, T3).
+  CHECK(f.einsums[0].own[0] == 12);
+  CHECK(f.einsums[1].own[0] == 4);
+  CHECK(f.einsums[2].own[0] == 8);
+  // A: 12 + T1 8; B: 4 + T1 8 + T2 4; C: 8 + T1 8 (held by the loop) + T2 4.
+  CHECK(f.usage[0][0] == 20);
+  CHECK(f.usage[1][0] == 16);
+  CHECK(f.usage[2][0] == 20);
+  // Each nested Einsum costs its half tile twice.
+  Einsum half = w.einsums[2];
+  half.ranks[0].size = 2;
+  FusedContext ctx;
+  ctx.backing_level = 0;
+  ctx.onchip = 0b001;  // T2, C's input
+  ctx.iterations = 2;
+  const CostResult one = evaluate(compile_plan(half, c), flatten_fused(all_in_buffer(half), ctx, 2));
+  CHECK(f.einsums[2].energy_pj == doctest::Approx(2 * one.energy_pj).epsilon(1e-12));
+  SUBCASE("one word less does not fit, at C's branch or A's") {
+    const FusedCost g19 = evaluate_fused(t, w, fused_test_core(19));
+    CHECK_FALSE(g19.valid);
+    CHECK(g19.invalid == Invalid::CapacityExceeded);
+  }
+  SUBCASE("a nested loop stepping T2 along different dimensions in B and C is rejected") {
+    t.groups[0].shared_loops[0].rank = {-1, 0, 1};  // C's N does not step T2
+    Einsum tile = w.einsums[2];
+    tile.ranks[1].size = 1;
+    t.groups[0].mappings[2] = all_in_buffer(tile);
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("steps 'T2' differently"), InputError);
+  }
+  SUBCASE("loops whose runs overlap without nesting are rejected") {
+    t.groups[0].shared_loops[0].factor = 1;
+    t.groups[0].shared_loops.push_back({{0, 0, -1}, 1, 0});
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("without being inside it"), InputError);
+  }
+  SUBCASE("a loop over Einsums that are not consecutive is rejected") {
+    t.groups[0].shared_loops[0].rank = {0, -1, 0};
+    CHECK_THROWS_WITH_AS(evaluate_fused(t, w, c), doctest::Contains("not consecutive"), InputError);
+  }
+}

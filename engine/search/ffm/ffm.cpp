@@ -19,6 +19,12 @@ namespace {
 struct Key {
   int start = -1;  // first Einsum of the fusion group still open; -1 = none
   std::vector<TensorCompat> open;
+  // Nested fusion: the first Einsum of the nested run still open (-1 = none), and the words at
+  // `held_level` of tensors it consumed from above the run whose consumers are done but which
+  // the run's loops read again until the run ends.
+  int sub = -1;
+  int held_level = 0;
+  int64_t held = 0;
   bool operator==(const Key&) const = default;
 };
 
@@ -27,10 +33,13 @@ struct KeyHash {
     uint64_t h = 1469598103934665603ull;
     auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
     mix(static_cast<uint64_t>(k.start));
+    mix(static_cast<uint64_t>(k.sub));
+    mix(static_cast<uint64_t>(k.held));
     for (const TensorCompat& tc : k.open) {
       mix(static_cast<uint64_t>(tc.tensor));
       mix(static_cast<uint64_t>(tc.level));
       for (int64_t f : tc.factor) mix(static_cast<uint64_t>(f));
+      for (int64_t f : tc.inner) mix(static_cast<uint64_t>(f));
       mix(static_cast<uint64_t>(tc.tile));
     }
     return static_cast<size_t>(h);
@@ -41,6 +50,12 @@ struct Partial {
   double energy_pj = 0, cycles = 0;
   // Consolidated reservations: the maximum usage of every finished branch, per level.
   std::array<int64_t, kMaxLevels> closed{};
+  // Nested fusion: the maximum usage at the group's backing level over the open nested run's
+  // branches. A tensor the run produces for a later Einsum is stored above the run's loops and
+  // filled piece by piece, so it is held from the run's first branch on: when one is produced,
+  // every earlier branch of the run holds it too (a reservation the key does not fix: a Pareto
+  // criterion while the run is open).
+  int64_t run_peak = 0;
   int32_t parent_group = -1, parent_item = -1;
   int32_t context = -1, pmapping = -1;
 };
@@ -73,50 +88,80 @@ LoopTree build_looptree(const Workload& w, const Core& c, const std::vector<Eins
   (void)c;
   const int E = static_cast<int>(w.einsums.size());
   LoopTree t;
-  int open_group = -1;  // the group the next Einsum joins when it consumes an on-chip tensor
+  int open_group = -1;       // the group the next Einsum joins when it consumes an on-chip tensor
+  std::vector<size_t> run;   // the open nested run's loops (indices into its group's shared_loops)
+  std::vector<bool> of_group;  // per loop of the open group: covers the whole group
+  // The rank of `e` that steps the same dimension of on-chip tensor `tc` as the producer's rank of
+  // loop `sl` does, with the same factor among `e`'s group (nested == false) or nested loops.
+  auto rank_of = [&](const FusionGroup& g, const SharedLoop& sl, int i, const PmappingContext& ctx,
+                     const TensorCompat& tc, bool nested) {
+    const TensorInfo& ti = w.tensors[tc.tensor];
+    const auto pos = std::find(g.einsums.begin(), g.einsums.end(), ti.producer);
+    if (pos == g.einsums.end()) throw std::logic_error("ffm: on-chip tensor consumed outside its group");
+    const size_t pi = static_cast<size_t>(pos - g.einsums.begin());
+    const Einsum& prod = w.einsums[ti.producer];
+    const Einsum& e = w.einsums[i];
+    const int d = plain_dim(prod, prod.tensor_index(ti.name), sl.rank[pi]);
+    const int ct = e.tensor_index(ti.name);
+    int mine = -1;
+    for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r) {
+      const int64_t f = nested ? (ctx.inner[r] > 1 ? ctx.inner[r] : 1) : (ctx.inner[r] > 1 ? 1 : ctx.shared[r]);
+      if (f > 1 && plain_dim(e, ct, r) == d) mine = f == sl.factor ? r : -2;
+    }
+    if (mine < 0) throw std::logic_error("ffm: shared loops do not match");
+    return mine;
+  };
   for (int i = 0; i < E; ++i) {
     const Einsum& e = w.einsums[i];
     const PmappingContext& ctx = pm[i].contexts[choices[i].context];
     const Pmapping& p = pm[i].pmappings[choices[i].context][choices[i].pmapping];
-    // The fused tensor this Einsum consumes from an earlier member of its group, if any.
+    // The on-chip tensors this Einsum consumes from an earlier member of its group, if any: one
+    // to identify the group's loops, a nested one (stored below the open run's loops) to
+    // identify the run's.
     const TensorCompat* joined_by = nullptr;
+    const TensorCompat* in_run = nullptr;
     for (const TensorCompat& tc : ctx.compat)
-      if (tc.fused() && w.tensors[tc.tensor].producer != i) joined_by = &tc;
+      if (tc.fused() && w.tensors[tc.tensor].producer != i) {
+        joined_by = &tc;
+        if (tc.nested()) in_run = &tc;
+      }
+    auto new_loop = [&](FusionGroup& g, int r, int64_t factor) {
+      SharedLoop sl;
+      sl.rank.assign(g.einsums.size() - 1, -1);
+      sl.rank.push_back(r);
+      sl.factor = factor;
+      sl.level = ctx.fused.backing_level;
+      g.shared_loops.push_back(sl);
+    };
     if (!joined_by) {
       FusionGroup g;
       g.einsums = {i};
       g.mappings = {p.mapping};
+      of_group.clear();
+      run.clear();
       if (ctx.fused.backing_level >= 0)
         for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
-          if (ctx.shared[r] > 1) {
-            SharedLoop sl;
-            sl.rank = {r};
-            sl.factor = ctx.shared[r];
-            sl.level = ctx.fused.backing_level;
-            g.shared_loops.push_back(sl);
-          }
+          if (ctx.shared[r] > 1 && ctx.inner[r] <= 1) new_loop(g, r, ctx.shared[r]), of_group.push_back(true);
+      if (ctx.fused.backing_level >= 0)
+        for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+          if (ctx.inner[r] > 1) run.push_back(g.shared_loops.size()), new_loop(g, r, ctx.inner[r]), of_group.push_back(false);
       t.groups.push_back(std::move(g));
       open_group = static_cast<int>(t.groups.size()) - 1;
     } else {
       FusionGroup& g = t.groups.at(open_group);
-      // This Einsum's rank of every shared loop: the rank that steps the same dimension of the
-      // consumed on-chip tensor as the producer's rank does.
-      const TensorInfo& ti = w.tensors[joined_by->tensor];
-      const auto pos = std::find(g.einsums.begin(), g.einsums.end(), ti.producer);
-      if (pos == g.einsums.end()) throw std::logic_error("ffm: on-chip tensor consumed outside its group");
-      const size_t pi = static_cast<size_t>(pos - g.einsums.begin());
-      const Einsum& prod = w.einsums[ti.producer];
-      const int pt = prod.tensor_index(ti.name), ct = e.tensor_index(ti.name);
-      for (SharedLoop& sl : g.shared_loops) {
-        const int d = plain_dim(prod, pt, sl.rank[pi]);
-        int mine = -1;
-        for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
-          if (ctx.shared[r] > 1 && plain_dim(e, ct, r) == d) mine = r;
-        if (mine < 0 || ctx.shared[mine] != sl.factor) throw std::logic_error("ffm: shared loops do not match");
-        sl.rank.push_back(mine);
-      }
+      std::vector<int> ranks(g.shared_loops.size(), -1);
+      for (size_t k = 0; k < g.shared_loops.size(); ++k)
+        if (of_group[k]) ranks[k] = rank_of(g, g.shared_loops[k], i, ctx, *joined_by, false);
+      if (in_run)
+        for (size_t k : run) ranks[k] = rank_of(g, g.shared_loops[k], i, ctx, *in_run, true);
       g.einsums.push_back(i);
       g.mappings.push_back(p.mapping);
+      for (size_t k = 0; k < g.shared_loops.size(); ++k) g.shared_loops[k].rank.push_back(ranks[k]);
+      if (!in_run) {
+        run.clear();
+        for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+          if (ctx.inner[r] > 1) run.push_back(g.shared_loops.size()), new_loop(g, r, ctx.inner[r]), of_group.push_back(false);
+      }
     }
     for (const TensorCompat& tc : ctx.compat)
       if (tc.fused() && w.tensors[tc.tensor].producer == i)
@@ -191,7 +236,7 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
       }
     }
   auto can_continue = [&](const Key& key, int step) {
-    bool fused_open = false, next_consumes_fused = false;
+    bool fused_open = false, next_consumes_fused = false, nested_open = false, next_consumes_nested = false;
     for (const TensorCompat& tc : key.open) {
       for (int consumer : w.tensors[tc.tensor].consumers) {
         if (consumer <= step) continue;
@@ -199,11 +244,14 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
         if (it == offers[consumer].end() || std::find(it->second.begin(), it->second.end(), tc) == it->second.end())
           return false;
         if (tc.fused() && consumer == step + 1) next_consumes_fused = true;
+        if (tc.nested() && consumer == step + 1) next_consumes_nested = true;
       }
       fused_open |= tc.fused();
+      nested_open |= tc.nested();
     }
-    // A fusion group is a run of consecutive Einsums: the next one must join it.
-    return !fused_open || next_consumes_fused;
+    // A fusion group, and a nested run inside it, is a run of consecutive Einsums: the next one
+    // must join it.
+    return (!fused_open || next_consumes_fused) && (!nested_open || next_consumes_nested);
   };
 
   std::vector<std::vector<Group>> history;
@@ -219,14 +267,14 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
     std::unordered_map<Key, size_t, KeyHash> index;
     for (size_t gi = 0; gi < in.size(); ++gi) {
       const Group& g = in[gi];
-      bool fused_open = false;
-      for (const TensorCompat& tc : g.key.open) fused_open |= tc.fused();
+      bool fused_open = false, nested_open = false;
+      for (const TensorCompat& tc : g.key.open) fused_open |= tc.fused(), nested_open |= tc.nested();
       for (size_t k = 0; k < P.contexts.size(); ++k) {
         const PmappingContext& ctx = P.contexts[k];
         const std::vector<Pmapping>& list = P.pmappings[k];
         if (list.empty()) continue;
         // Compatibility of every tensor this Einsum consumes from the joined ones.
-        bool ok = true, joins_group = false;
+        bool ok = true, joins_group = false, joins_run = false;
         for (const TensorCompat& tc : ctx.compat) {
           if (w.tensors[tc.tensor].producer == i) continue;
           const auto it = std::find_if(g.key.open.begin(), g.key.open.end(),
@@ -236,8 +284,18 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
             break;
           }
           joins_group |= tc.fused();
+          joins_run |= tc.nested();
         }
-        if (!ok || (fused_open && !joins_group)) continue;
+        if (!ok || (fused_open && !joins_group) || (nested_open && !joins_run)) continue;
+        // A tensor produced inside the nested run and stored above its loops leaves the run: no
+        // Einsum of the run consumes it (it would read pieces not produced yet).
+        if (joins_run)
+          for (const TensorCompat& tc : ctx.compat) {
+            const int producer = w.tensors[tc.tensor].producer;
+            if (producer != i && producer >= g.key.sub && tc.fused() && !tc.nested()) ok = false;
+          }
+        bool has_inner = false;
+        for (int64_t f : ctx.inner) has_inner |= f > 1;
         // Inside a fusion group every exchanged tensor is on chip (one backing level per group).
         if (joins_group)
           for (const TensorCompat& tc : ctx.compat) {
@@ -249,19 +307,36 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
         Key key;
         std::array<int64_t, kMaxLevels> live{};
         bool fused_after = false;
+        const int b = ctx.fused.backing_level;
+        if (joins_run) {  // the run goes on: what it holds stays
+          key.sub = g.key.sub;
+          key.held = g.key.held;
+          key.held_level = g.key.held_level;
+          live[g.key.held_level] += g.key.held;
+        } else if (has_inner) {
+          key.sub = i;
+          key.held_level = b;
+        }
+        int64_t late = 0;  // words this run's earlier branches hold from now on
         for (const TensorCompat& tc : g.key.open) {
           if (tc.fused()) live[tc.level] += tc.tile;
-          if (has_later_consumer(w.tensors[tc.tensor], i)) key.open.push_back(tc), fused_after |= tc.fused();
+          if (has_later_consumer(w.tensors[tc.tensor], i)) {
+            key.open.push_back(tc), fused_after |= tc.fused();
+          } else if (key.sub >= 0 && tc.fused() && !tc.nested() && ctx.find(tc.tensor)) {
+            key.held += tc.tile;  // read again by every iteration of the run's loops
+          }
         }
         for (const TensorCompat& tc : ctx.compat)
           if (w.tensors[tc.tensor].producer == i) {
             if (tc.fused()) live[tc.level] += tc.tile;
+            if (joins_run && tc.fused() && !tc.nested()) late += tc.tile;
             key.open.push_back(tc);
             fused_after |= tc.fused();
           }
         std::sort(key.open.begin(), key.open.end(),
                   [](const TensorCompat& a, const TensorCompat& b) { return a.tensor < b.tensor; });
         key.start = !fused_after ? -1 : joins_group ? g.key.start : i;
+        if (key.start < 0) key.sub = -1, key.held = 0, key.held_level = 0;
         auto [pos, inserted] = index.try_emplace(key, next.size());
         if (inserted) next.push_back(Group{key, {}});
         std::vector<Partial>& dst = next[pos->second].items;
@@ -277,6 +352,14 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
               // Sum within the branch, max across branches that can no longer grow.
               n.closed[l] = std::max(p.closed[l], q.own[l] + live[l]);
               if (n.closed[l] * c.levels[l].multiple_buffering > c.levels[l].entries) fits = false;
+            }
+            if (key.sub >= 0) {
+              // The run's branches so far, now holding what this branch produces for later.
+              const int64_t branch = q.own[b] + live[b];
+              n.run_peak = joins_run ? std::max(p.run_peak + late, branch) : branch;
+              n.closed[b] = std::max(n.closed[b], n.run_peak);
+              if (c.levels[b].entries > 0 && n.run_peak * c.levels[b].multiple_buffering > c.levels[b].entries)
+                fits = false;
             }
             if (!fits) continue;
             n.energy_pj = p.energy_pj + q.energy_pj;
@@ -311,9 +394,10 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
         st.bound_pruned += static_cast<int64_t>(before - g.items.size());
       }
       if (g.items.empty() || !can_continue(g.key, i)) continue;
-      const std::vector<size_t> front = pareto_front(g.items.size(), 2, [&](size_t a, size_t k) {
+      // While a nested run is open, its peak is a criterion too (exact: not rounded).
+      const std::vector<size_t> front = pareto_front(g.items.size(), g.key.sub >= 0 ? 3 : 2, [&](size_t a, size_t k) {
         const Partial& p = g.items[a];
-        return rounded(k == 0 ? p.energy_pj : p.cycles, eps);
+        return k == 2 ? static_cast<double>(p.run_peak) : rounded(k == 0 ? p.energy_pj : p.cycles, eps);
       });
       Group h{std::move(g.key), {}};
       h.items.reserve(front.size());

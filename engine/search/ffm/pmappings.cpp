@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <numeric>
 
@@ -33,6 +35,74 @@ std::vector<int> reservation_levels(const Core& c, const PmappingContext& ctx) {
   return {};
 }
 
+namespace {
+
+// The nested variants of a fused context (nested fusion, two levels): up to `max_loops` loops
+// over ranks the group's loops leave alone, shared by a run of consecutive Einsums of the group,
+// and each on-chip tensor stored below them (exchanged inside the run) or above them. Every
+// nested loop steps the Einsum's output and each tensor stored below it along one plain
+// dimension; a tensor it consumes from above the run it steps plainly or not at all (then the
+// Einsum reads that tile again in every iteration).
+void add_nested(const Einsum& e, const PmappingContext& base, const std::vector<std::pair<int, int>>& inter,
+                int max_loops, std::vector<PmappingContext>& out) {
+  const int R = static_cast<int>(e.ranks.size()), out_t = e.output_index();
+  std::vector<int> onchip;  // positions in `inter` (and in base.compat) of the on-chip tensors
+  for (size_t k = 0; k < inter.size(); ++k)
+    if (base.fused.onchip >> inter[k].first & 1) onchip.push_back(static_cast<int>(k));
+  const int n = static_cast<int>(onchip.size());
+  for (int below = 0; below < (1 << n); ++below) {
+    std::vector<int> eligible;
+    for (int r = 0; r < R; ++r) {
+      bool ok = base.shared[r] == 1 && e.ranks[r].size > 1 && plain_dim(e, out_t, r) >= 0;
+      for (int j = 0; j < n && ok; ++j) {
+        const int ti = inter[onchip[j]].first;
+        if (below >> j & 1)
+          ok = plain_dim(e, ti, r) >= 0;
+        else if (ti != out_t)
+          ok = !e.rank_relevant(ti, r) || plain_dim(e, ti, r) >= 0;
+      }
+      if (ok) eligible.push_back(r);
+    }
+    const int m = static_cast<int>(eligible.size());
+    for (int set = 1; set < (1 << m); ++set) {
+      if (__builtin_popcount(static_cast<unsigned>(set)) > max_loops) continue;
+      std::vector<int> ranks;
+      std::vector<std::vector<int64_t>> choices;
+      for (int k = 0; k < m; ++k)
+        if (set >> k & 1) {
+          ranks.push_back(eligible[k]);
+          std::vector<int64_t> d = divisors(e.ranks[eligible[k]].size);
+          d.erase(d.begin());  // factor 1 is no loop
+          choices.push_back(std::move(d));
+        }
+      std::vector<size_t> pick(ranks.size(), 0);
+      while (true) {
+        PmappingContext ctx = base;
+        for (size_t k = 0; k < ranks.size(); ++k) {
+          ctx.inner[ranks[k]] = choices[k][pick[k]];
+          ctx.shared[ranks[k]] = choices[k][pick[k]];
+          ctx.fused.iterations *= choices[k][pick[k]];
+        }
+        const Einsum tile = tile_einsum(e, ctx.shared);
+        for (int j = 0; j < n; ++j) {
+          if (!(below >> j & 1)) continue;
+          TensorCompat& tc = ctx.compat[static_cast<size_t>(onchip[j])];
+          const int ti = inter[onchip[j]].first;
+          tc.inner.fill(1);
+          for (int r : ranks) tc.inner[plain_dim(e, ti, r)] = ctx.inner[r];
+          tc.tile = tile.tensor_volume(ti);
+        }
+        out.push_back(std::move(ctx));
+        size_t k = 0;
+        while (k < pick.size() && ++pick[k] == choices[k].size()) pick[k++] = 0;
+        if (k == pick.size()) break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core& core, const PmappingOptions& o) {
   const Einsum& e = w.einsums[ei];
   const Core& c = core_for(core, e);
@@ -51,6 +121,7 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
   {
     PmappingContext u;
     u.shared.fill(1);
+    u.inner.fill(1);
     u.top_level = L - 1;
     for (auto [ti, wt] : inter) {
       TensorCompat tc;
@@ -94,6 +165,7 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
       while (true) {
         PmappingContext ctx;
         ctx.shared.fill(1);
+        ctx.inner.fill(1);
         ctx.top_level = b;
         ctx.fused.backing_level = b;
         ctx.fused.onchip = onchip;
@@ -116,7 +188,8 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
           }
           ctx.compat.push_back(tc);
         }
-        out.push_back(std::move(ctx));
+        out.push_back(ctx);
+        if (o.nested_loops > 0) add_nested(e, ctx, inter, o.nested_loops, out);
         size_t k = 0;
         while (k < pick.size() && ++pick[k] == choices[k].size()) pick[k++] = 0;
         if (k == pick.size()) break;
@@ -534,8 +607,10 @@ constexpr size_t kContextsPerWave = 16;
 
 }  // namespace
 
-EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
-                                   std::vector<PmappingContext> contexts) {
+namespace {
+
+EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
+                              std::vector<PmappingContext> contexts) {
   const Einsum& e = w.einsums[ei];
   const std::vector<int> tracked = tracked_levels(c);
   EinsumPmappings out;
@@ -669,6 +744,38 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     list.reserve(merged.list.size());
     for (PmappingSink::Entry& x : merged.list) list.push_back(std::move(x.pm));
     out.kept += static_cast<int64_t>(list.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
+                                   std::vector<PmappingContext> contexts) {
+  // Contexts that differ only in which loops are nested, or in which tensors are stored below
+  // them, tile the Einsum the same way: their pmappings are generated once.
+  using TileKey = std::tuple<int, TensorMask, int, std::array<int64_t, kMaxRanks>>;
+  std::map<TileKey, size_t> seen;
+  std::vector<PmappingContext> distinct;
+  std::vector<size_t> of(contexts.size());
+  bool any_same = false;
+  for (size_t k = 0; k < contexts.size(); ++k) {
+    const PmappingContext& x = contexts[k];
+    const auto [it, fresh] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.top_level, x.shared},
+                                              distinct.size());
+    of[k] = it->second;
+    if (fresh) distinct.push_back(x);
+    any_same |= !fresh;
+  }
+  if (!any_same) return generate_each(w, ei, c, o, std::move(contexts));
+  EinsumPmappings d = generate_each(w, ei, c, o, std::move(distinct));
+  EinsumPmappings out = d;
+  out.contexts = std::move(contexts);
+  out.pmappings.assign(out.contexts.size(), {});
+  out.kept = 0;
+  for (size_t k = 0; k < out.contexts.size(); ++k) {
+    out.pmappings[k] = d.pmappings[of[k]];
+    out.kept += static_cast<int64_t>(out.pmappings[k].size());
   }
   return out;
 }

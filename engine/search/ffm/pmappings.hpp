@@ -19,22 +19,35 @@
 namespace mapfuse::ffm {
 
 // The compatibility of one shared (intermediate) tensor: FFM's c_T = (tile shape, backing level,
-// order of the loops above the backing). Loops above the backing are the group's shared loops;
-// their order does not change any cost in this model, so they are kept in a canonical order
-// (tensor dimension order) and c_T reduces to the backing level and a factor per dimension.
+// order of the loops above the backing). Loops above the backing are shared loops; their order
+// does not change any cost in this model, so they are kept in a canonical order (tensor
+// dimension order) and c_T reduces to the backing level and a factor per dimension: of the
+// group's loops, and, for a tensor exchanged inside a nested run (nested fusion), of that run's
+// loops, which are then above its storage too.
 struct TensorCompat {
   int tensor = -1;     // workload tensor index
   int level = -1;      // backing level; the outermost level = unfused (through DRAM)
-  std::array<int64_t, kMaxTensorDims> factor{};  // shared loop factor over each dimension (1 = none)
-  int64_t tile = 0;    // words of the tile at the backing level (0 when unfused)
+  std::array<int64_t, kMaxTensorDims> factor{};  // group loop factor over each dimension (1 = none)
+  std::array<int64_t, kMaxTensorDims> inner{};   // nested run's loop factor over each dimension when
+                                                 // the tensor is stored below them (all 0: it is not)
+  int64_t tile = 0;    // words of the stored tile at the backing level (0 when unfused)
   bool fused() const { return tile > 0; }
+  bool nested() const {
+    for (int64_t f : inner)
+      if (f > 1) return true;
+    return false;
+  }
   bool operator==(const TensorCompat&) const = default;
 };
 
 // One compatibility group of an Einsum's pmappings.
 struct PmappingContext {
   FusedContext fused;                          // backing level, on-chip tensors, iterations
-  std::array<int64_t, kMaxRanks> shared{};     // shared factor per rank of the Einsum (1 = none)
+  std::array<int64_t, kMaxRanks> shared{};     // shared factor per rank of the Einsum (1 = none), all loops
+  // Nested fusion: the factor of the Einsum's loop per rank that only a run of the group's
+  // Einsums shares (1 = none; a part of `shared`). An Einsum with such loops is in a nested run:
+  // it starts one, or continues the open one when it consumes a tensor stored below its loops.
+  std::array<int64_t, kMaxRanks> inner{};
   std::vector<TensorCompat> compat;            // every intermediate tensor the Einsum touches, by tensor index
   int top_level = 0;                           // outermost level the tile mapping may loop at
   const TensorCompat* find(int tensor) const;
@@ -57,6 +70,10 @@ struct PmappingOptions {
   bool merge_passthrough = true;  // with prune: a level keeping nothing leaves its loops to the one above
                                   // (TileSearchSpec::merge_passthrough; false: testing)
   bool allow_fusion = true;    // false: only the unfused context
+  // Nested fusion (docs/ffm.md): at most this many loops per Einsum that a run of consecutive
+  // Einsums inside a fusion group shares below the group's loops (0 = none: every loop of a
+  // group covers all of it). Two levels: the group's loops and one nested run's.
+  int nested_loops = 0;
   int64_t max_evaluations = 0; // InputError beyond this many evaluations per Einsum; 0 = no limit
   // Mapspace constraints (Timeloop-style, engine/search/mapspace_toml.hpp) on every context's
   // tile mappings: loop orders, factor bounds, kept tensors, spatial ranks. A keep constraint
