@@ -123,6 +123,31 @@ base = [x for x in c.values() if x[0] == 'ffm_baseline' and x[1] == 0]
 assert base and all(x[4] >= join[4] * (1 - 1e-12) for x in base), (base, join)
 print('ffm study with constraints ok')
 PY
+# Nested fusion in a study (`nested_loops`): the units generate the nested contexts, and the join
+# over 2 MPI ranks equals `mapfuse ffm --nested-loops 1`, which is no worse than without.
+cat >"$tmp/sn.toml" <<'TOML'
+name = "ffm_nested"
+[[workload]]
+spec = "chain3.toml"
+[[architecture]]
+spec = "arch.toml"
+[method]
+name = "ffm"
+context_slices = 2
+nested_loops = 1
+TOML
+mpirun --oversubscribe --bind-to none -np 2 "$bin" run "$tmp/sn.toml" --output "$tmp/sn/s.h5" --threads 1 --quiet >/dev/null
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --nested-loops 1 --json >"$tmp/ffm_n.json"
+/usr/bin/python3 - "$tmp" <<'PY'
+import h5py, json, sys
+d = sys.argv[1]
+u = {x['label'].decode(): x for x in h5py.File(f'{d}/sn/s.h5')['units'][...]}
+join = u['chain3.toml @ arch ffm']
+j, free = json.load(open(f'{d}/ffm_n.json')), json.load(open(f'{d}/ffm.json'))
+assert (j['energy_pj'], j['cycles']) == (join['energy_pj'], join['cycles']), (j, join)
+assert j['contexts'] > free['contexts'] and j['edp'] <= free['edp'], (j['contexts'], free['contexts'])
+print('ffm study with nested fusion ok')
+PY
 # Bad input.
 expect_exit() {  # status, message, then the arguments
   local want="$1" msg="$2"; shift 2
@@ -134,6 +159,8 @@ expect_exit() {  # status, message, then the arguments
 }
 sed 's/"ffm_sa"/"ffm_sx"/' "$tmp/s.toml" >"$tmp/bad.toml"
 expect_exit 2 "bad.toml:7.*unknown method 'ffm_sx'" run "$tmp/bad.toml" --output "$tmp/bad/b.h5" --quiet
+sed 's/^seeds = \[1, 2\]$/seeds = [1, 2]\nnested_loops = 9/' "$tmp/s.toml" >"$tmp/bad3.toml"
+expect_exit 2 "bad3.toml:.*nested_loops.*must be 0" run "$tmp/bad3.toml" --output "$tmp/bad3/b.h5" --quiet
 expect_exit 2 "distribute an ffm study over MPI" run "$tmp/s.toml" --slice 0/2 --output "$tmp/bad/c.h5" --quiet
 # A fixed decision naming a tensor the workload lacks: every unit fails with the reason, the run exits 1.
 sed 's/^seeds = \[1, 2\]$/seeds = [1]\nmust_not_fuse = ["T7"]/' "$tmp/s.toml" >"$tmp/bad2.toml"
