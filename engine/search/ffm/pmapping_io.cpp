@@ -25,10 +25,13 @@ std::vector<std::vector<PmappingContext>> matchable_contexts(const Workload& w, 
 std::string generate_pmapping_slice(const Workload& w, const Core& c, const FfmOptions& o,
                                     const std::vector<std::vector<PmappingContext>>& contexts, int einsum, int slice,
                                     int slices) {
+  // Round robin over classes of contexts that tile the Einsum alike (without nested fusion, one
+  // context each), so that a slice generates each class once.
   std::vector<PmappingContext> mine;
   std::vector<int> index;
+  const std::vector<size_t> cls = tile_classes(contexts[einsum]);
   for (size_t k = 0; k < contexts[einsum].size(); ++k)
-    if (static_cast<int>(k % static_cast<size_t>(slices)) == slice) mine.push_back(contexts[einsum][k]), index.push_back(static_cast<int>(k));
+    if (static_cast<int>(cls[k] % static_cast<size_t>(slices)) == slice) mine.push_back(contexts[einsum][k]), index.push_back(static_cast<int>(k));
   const EinsumPmappings pm = generate_pmappings(w, einsum, c, o.pmappings, mine);
   std::string out = fmt::format("slice {} {} {} {} {} {}\n", einsum, slice, slices, pm.evaluated, pm.capacity_pruned, pm.lane_calls);
   const int L = static_cast<int>(c.levels.size());

@@ -750,23 +750,27 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
 
 }  // namespace
 
+std::vector<size_t> tile_classes(const std::vector<PmappingContext>& contexts) {
+  using TileKey = std::tuple<int, TensorMask, int, std::array<int64_t, kMaxRanks>>;
+  std::map<TileKey, size_t> seen;
+  std::vector<size_t> of(contexts.size());
+  for (size_t k = 0; k < contexts.size(); ++k) {
+    const PmappingContext& x = contexts[k];
+    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.top_level, x.shared}, seen.size())
+                .first->second;
+  }
+  return of;
+}
+
 EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
                                    std::vector<PmappingContext> contexts) {
   // Contexts that differ only in which loops are nested, or in which tensors are stored below
   // them, tile the Einsum the same way: their pmappings are generated once.
-  using TileKey = std::tuple<int, TensorMask, int, std::array<int64_t, kMaxRanks>>;
-  std::map<TileKey, size_t> seen;
+  const std::vector<size_t> of = tile_classes(contexts);
   std::vector<PmappingContext> distinct;
-  std::vector<size_t> of(contexts.size());
-  bool any_same = false;
-  for (size_t k = 0; k < contexts.size(); ++k) {
-    const PmappingContext& x = contexts[k];
-    const auto [it, fresh] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.top_level, x.shared},
-                                              distinct.size());
-    of[k] = it->second;
-    if (fresh) distinct.push_back(x);
-    any_same |= !fresh;
-  }
+  for (size_t k = 0; k < contexts.size(); ++k)
+    if (of[k] == distinct.size()) distinct.push_back(contexts[k]);
+  const bool any_same = distinct.size() < contexts.size();
   if (!any_same) return generate_each(w, ei, c, o, std::move(contexts));
   EinsumPmappings d = generate_each(w, ei, c, o, std::move(distinct));
   EinsumPmappings out = d;

@@ -119,6 +119,12 @@ EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c,
 EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c, const PmappingOptions& o,
                                    std::vector<PmappingContext> contexts);
 
+// Classes of contexts that tile the Einsum the same way (backing level, on-chip tensors, top
+// level, shared factor per rank; they differ only in which loops are nested or which tensors are
+// stored below them), numbered in order of first appearance: per context, its class.
+// generate_pmappings evaluates one context per class.
+std::vector<size_t> tile_classes(const std::vector<PmappingContext>& contexts);
+
 // The straightforward generator the fast one replaced (one Mapping, analysis and scalar evaluation
 // per tile mapping, every loop order when o.explore_orders, no threads), kept as the reference the tests compare with.
 // Same contexts, same pmappings' criteria; among pmappings with equal criteria it keeps the first
