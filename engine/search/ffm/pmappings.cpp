@@ -630,12 +630,9 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
   std::atomic<bool> over{false};
   std::vector<Einsum> tiles;
   tiles.reserve(K);
-  std::vector<std::unique_ptr<TileSearch>> searches;
-  std::vector<std::pair<uint32_t, uint32_t>> items;  // (context, root) of contexts without partial pruning
-  std::vector<size_t> partial;                      // contexts pruned level by level
-  for (size_t k = 0; k < K; ++k) {
+  for (const PmappingContext& ctx : out.contexts) tiles.push_back(tile_einsum(e, ctx.shared));
+  auto make_search = [&](size_t k) {
     const PmappingContext& ctx = out.contexts[k];
-    tiles.push_back(tile_einsum(e, ctx.shared));
     TileSearchSpec spec;
     spec.top = ctx.top_level;
     spec.backing_level = ctx.fused.backing_level;
@@ -649,13 +646,13 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
     spec.max_evaluations = o.max_evaluations;
     spec.budget = &budget;
     spec.over = &over;
-    searches.push_back(std::make_unique<TileSearch>(tiles.back(), c, space, spec));
-    if (searches.back()->partial_pruning())  // items once its inner levels are pruned
-      partial.push_back(k);
-    else
-      for (size_t i = 0; i < searches.back()->roots(); ++i)
-        items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
-  }
+    return std::make_unique<TileSearch>(tiles[k], c, space, spec);
+  };
+  // Searches exist for one wave of contexts at a time (with nested fusion an Einsum has tens of
+  // thousands of contexts, and every search holds its tables and buffers).
+  std::vector<std::unique_ptr<TileSearch>> searches(K);
+  std::vector<std::pair<uint32_t, uint32_t>> items;  // (context, root) of a wave's contexts without partial pruning
+  std::vector<size_t> partial;                      // a wave's contexts pruned level by level
   const int threads = omp_get_max_threads();
   // Sinks per thread and context, made when a thread first works on the context.
   std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
@@ -668,45 +665,57 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
   {
     auto& mine = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
-    // Contexts with partial pruning go in waves (pruned one per thread, then their rows completed
-    // by all), so that only a wave's surviving partial choices are held at once.
-    for (size_t w0 = 0; w0 < partial.size(); w0 += kContextsPerWave) {
-      const size_t w1 = std::min(partial.size(), w0 + kContextsPerWave);
+    // Contexts go in waves: their searches made, those with partial pruning pruned one per thread
+    // and their rows completed by all, the others' innermost choices run by all; then the wave's
+    // searches and surviving partial choices are freed.
+    for (size_t w0 = 0; w0 < K; w0 += kContextsPerWave) {
+      const size_t w1 = std::min(K, w0 + kContextsPerWave);
 #pragma omp for schedule(dynamic, 1)
-      for (int64_t n = static_cast<int64_t>(w0); n < static_cast<int64_t>(w1); ++n) {
+      for (int64_t n = static_cast<int64_t>(w0); n < static_cast<int64_t>(w1); ++n)
+        searches[static_cast<size_t>(n)] = make_search(static_cast<size_t>(n));
+#pragma omp single
+      {
+        partial.clear();
+        items.clear();
+        for (size_t k = w0; k < w1; ++k)
+          if (searches[k]->partial_pruning())  // items once its inner levels are pruned
+            partial.push_back(k);
+          else
+            for (size_t i = 0; i < searches[k]->roots(); ++i)
+              items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t n = 0; n < static_cast<int64_t>(partial.size()); ++n) {
         const size_t k = partial[static_cast<size_t>(n)];
         worker.prune(*searches[k], survivors[k]);
       }
 #pragma omp single
       {
         blocks.clear();
-        for (size_t n = w0; n < w1; ++n) {
-          const size_t k = partial[n];
+        for (const size_t k : partial)
           for (size_t i = 0; i < survivors[k].size(); i += kRowsPerItem)
             blocks.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i / kRowsPerItem));
-        }
       }
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
       for (int64_t n = 0; n < static_cast<int64_t>(blocks.size()); ++n) {
         const auto [k, i] = blocks[static_cast<size_t>(n)];
         if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
         worker.complete(*searches[k], survivors[k], size_t{i} * kRowsPerItem, (size_t{i} + 1) * kRowsPerItem, *mine[k]);
       }
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t n = 0; n < static_cast<int64_t>(items.size()); ++n) {
+        const auto [k, i] = items[static_cast<size_t>(n)];
+        if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
+        worker.run(*searches[k], i, *mine[k]);
+      }
       worker.finish();  // nothing parked refers to the wave's searches any more
 #pragma omp barrier
 #pragma omp single
-      for (size_t n = w0; n < w1; ++n) {
-        survivors[partial[n]] = PartialChoices{};
-        searches[partial[n]].reset();
+      for (size_t k = w0; k < w1; ++k) {
+        survivors[k] = PartialChoices{};
+        searches[k].reset();
       }
     }
-#pragma omp for schedule(dynamic, 1) nowait
-    for (int64_t n = 0; n < static_cast<int64_t>(items.size()); ++n) {
-      const auto [k, i] = items[static_cast<size_t>(n)];
-      if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
-      worker.run(*searches[k], i, *mine[k]);
-    }
-    worker.finish();
     evaluated += worker.evaluated;
     pruned += worker.pruned;
     lane_calls += worker.lane_calls;
