@@ -76,6 +76,60 @@ struct Brute {
   std::vector<EinsumPmappings> pm;
 };
 
+// Pmappings of the reference generator without pruning, one per distinct set of criteria in each
+// context (tile mappings with identical criteria, e.g. loop orders that change nothing, give
+// identical combinations).
+std::vector<EinsumPmappings> distinct_pmappings(const Workload& w, const Core& c, const PmappingOptions& opt) {
+  std::vector<EinsumPmappings> pm;
+  for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
+    // The reference generator (no order reduction, no SIMD, no threads): independent of the
+    // fast generator FFM uses.
+    pm.push_back(generate_pmappings_reference(w, i, c, opt, make_contexts(w, i, c, opt)));
+    for (auto& list : pm.back().pmappings) {
+      std::vector<Pmapping> unique;
+      for (Pmapping& p : list) {
+        bool seen = false;
+        for (const Pmapping& u : unique) seen |= u.energy_pj == p.energy_pj && u.cycles == p.cycles && u.own == p.own;
+        if (!seen) unique.push_back(std::move(p));
+      }
+      list = std::move(unique);
+    }
+  }
+  return pm;
+}
+
+// Puts a complete combination on the running energy-latency front (kept sorted by energy).
+void add_to_front(Brute& out, Point p, const std::vector<Choice>& ch) {
+  for (const Point& q : out.front)
+    if (q.energy <= p.energy && q.cycles <= p.cycles) return;
+  std::vector<Point> f;
+  std::vector<std::vector<Choice>> fc;
+  for (size_t k = 0; k < out.front.size(); ++k)
+    if (!(p.energy <= out.front[k].energy && p.cycles <= out.front[k].cycles))
+      f.push_back(out.front[k]), fc.push_back(out.front_choices[k]);
+  size_t at = 0;
+  while (at < f.size() && f[at].energy < p.energy) ++at;
+  f.insert(f.begin() + static_cast<long>(at), p);
+  fc.insert(fc.begin() + static_cast<long>(at), ch);
+  out.front = std::move(f);
+  out.front_choices = std::move(fc);
+}
+
+// Every tuple of the listed tile mappings (fitting[e], under the contexts in ch) onto the front.
+void combine(Brute& out, const std::vector<std::vector<int>>& fitting, std::vector<Choice>& ch) {
+  const int E = static_cast<int>(ch.size());
+  std::function<void(int, double, double)> pick = [&](int i, double energy, double cycles) {
+    if (i == E) return add_to_front(out, {energy, cycles}, ch);
+    const auto& list = out.pm[i].pmappings[ch[i].context];
+    for (int q : fitting[i]) {
+      if (i == E - 1) ++out.combinations;
+      ch[i].pmapping = q;
+      pick(i + 1, energy + list[q].energy_pj, cycles + list[q].cycles);
+    }
+  };
+  pick(0, 0.0, 0.0);
+}
+
 // Every combination of per-Einsum mappings: for every assignment of contexts whose shared tensors
 // agree (chains: producer and consumer have the same compatibility), every tuple of tile mappings
 // (no pruning of any kind except skipping tuples that already overflow a level), kept on a
@@ -86,52 +140,11 @@ Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
   opt.prune = false;
   Brute out;
   const int E = static_cast<int>(w.einsums.size());
-  for (int i = 0; i < E; ++i) {
-    // The reference generator (no order reduction, no SIMD, no threads): independent of the
-    // fast generator FFM uses.
-    out.pm.push_back(generate_pmappings_reference(w, i, c, opt, make_contexts(w, i, c, opt)));
-    for (auto& list : out.pm.back().pmappings) {
-      std::vector<Pmapping> unique;
-      for (Pmapping& p : list) {
-        bool seen = false;
-        for (const Pmapping& u : unique)
-          seen |= u.energy_pj == p.energy_pj && u.cycles == p.cycles && u.own == p.own;
-        if (!seen) unique.push_back(std::move(p));
-      }
-      list = std::move(unique);
-    }
-  }
+  out.pm = distinct_pmappings(w, c, opt);
   const int L = static_cast<int>(c.levels.size());
   std::vector<Choice> ch(E);
   std::vector<std::array<int64_t, kMaxLevels>> live(E);
   std::vector<std::vector<int>> fitting(E);  // per Einsum: tile mappings within capacity
-  std::function<void(int, double, double)> pick = [&](int i, double energy, double cycles) {
-    if (i == E) {
-      const Point p{energy, cycles};
-      for (const Point& q : out.front)
-        if (q.energy <= p.energy && q.cycles <= p.cycles) return;
-      std::vector<Point> f;
-      std::vector<std::vector<Choice>> fc;
-      for (size_t k = 0; k < out.front.size(); ++k)
-        if (!(p.energy <= out.front[k].energy && p.cycles <= out.front[k].cycles)) {
-          f.push_back(out.front[k]);
-          fc.push_back(out.front_choices[k]);
-        }
-      size_t at = 0;
-      while (at < f.size() && f[at].energy < p.energy) ++at;
-      f.insert(f.begin() + static_cast<long>(at), p);
-      fc.insert(fc.begin() + static_cast<long>(at), ch);
-      out.front = std::move(f);
-      out.front_choices = std::move(fc);
-      return;
-    }
-    const auto& list = out.pm[i].pmappings[ch[i].context];
-    for (int q : fitting[i]) {
-      if (i == E - 1) ++out.combinations;
-      ch[i].pmapping = q;
-      pick(i + 1, energy + list[q].energy_pj, cycles + list[q].cycles);
-    }
-  };
   std::function<void(int)> assign = [&](int i) {
     if (i == E) {
       // A fusion group is a run of consecutive Einsums: every Einsum after the producer of an
@@ -176,7 +189,7 @@ Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
           if (fits) fitting[e].push_back(static_cast<int>(q));
         }
       }
-      pick(0, 0.0, 0.0);
+      combine(out, fitting, ch);
       return;
     }
     for (size_t k = 0; k < out.pm[i].contexts.size(); ++k) {
@@ -249,45 +262,10 @@ Brute nested_brute_force(const Workload& w, const Core& c, PmappingOptions opt, 
   opt.prune = false;
   Brute out;
   const int E = static_cast<int>(w.einsums.size());
-  for (int i = 0; i < E; ++i) {
-    out.pm.push_back(generate_pmappings_reference(w, i, c, opt, make_contexts(w, i, c, opt)));
-    for (auto& list : out.pm.back().pmappings) {
-      std::vector<Pmapping> unique;
-      for (Pmapping& p : list) {
-        bool seen = false;
-        for (const Pmapping& u : unique) seen |= u.energy_pj == p.energy_pj && u.cycles == p.cycles && u.own == p.own;
-        if (!seen) unique.push_back(std::move(p));
-      }
-      list = std::move(unique);
-    }
-  }
+  out.pm = distinct_pmappings(w, c, opt);
   const int L = static_cast<int>(c.levels.size());
   std::vector<Choice> ch(E);
   std::vector<std::vector<int>> fitting(E);
-  std::function<void(int, double, double)> pick = [&](int i, double energy, double cycles) {
-    if (i == E) {
-      for (const Point& q : out.front)
-        if (q.energy <= energy && q.cycles <= cycles) return;
-      std::vector<Point> f;
-      std::vector<std::vector<Choice>> fc;
-      for (size_t k = 0; k < out.front.size(); ++k)
-        if (!(energy <= out.front[k].energy && cycles <= out.front[k].cycles))
-          f.push_back(out.front[k]), fc.push_back(out.front_choices[k]);
-      size_t at = 0;
-      while (at < f.size() && f[at].energy < energy) ++at;
-      f.insert(f.begin() + static_cast<long>(at), Point{energy, cycles});
-      fc.insert(fc.begin() + static_cast<long>(at), ch);
-      out.front = std::move(f);
-      out.front_choices = std::move(fc);
-      return;
-    }
-    const auto& list = out.pm[i].pmappings[ch[i].context];
-    for (int q : fitting[i]) {
-      if (i == E - 1) ++out.combinations;
-      ch[i].pmapping = q;
-      pick(i + 1, energy + list[q].energy_pj, cycles + list[q].cycles);
-    }
-  };
   std::function<void(int)> assign = [&](int i) {
     if (i == E) {
       for (int e = 0; e < E; ++e)
@@ -328,7 +306,7 @@ Brute nested_brute_force(const Workload& w, const Core& c, PmappingOptions opt, 
         }
         fitting[e] = std::move(front);
       }
-      pick(0, 0.0, 0.0);
+      combine(out, fitting, ch);
       return;
     }
     for (size_t k = 0; k < out.pm[i].contexts.size(); ++k) {
