@@ -35,13 +35,7 @@ struct KeyHash {
     mix(static_cast<uint64_t>(k.start));
     mix(static_cast<uint64_t>(k.sub));
     mix(static_cast<uint64_t>(k.held));
-    for (const TensorCompat& tc : k.open) {
-      mix(static_cast<uint64_t>(tc.tensor));
-      mix(static_cast<uint64_t>(tc.level));
-      for (int64_t f : tc.factor) mix(static_cast<uint64_t>(f));
-      for (int64_t f : tc.inner) mix(static_cast<uint64_t>(f));
-      mix(static_cast<uint64_t>(tc.tile));
-    }
+    for (const TensorCompat& tc : k.open) h = hash_value(tc, h);
     return static_cast<size_t>(h);
   }
 };

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <tuple>
+#include <unordered_set>
 #include <memory>
 #include <numeric>
 
@@ -341,17 +342,29 @@ int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const Pmappin
   return en.cut;
 }
 
+uint64_t hash_value(const TensorCompat& tc, uint64_t h) {
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(static_cast<uint64_t>(tc.tensor));
+  mix(static_cast<uint64_t>(tc.level));
+  for (int64_t f : tc.factor) mix(static_cast<uint64_t>(f));
+  for (int64_t f : tc.inner) mix(static_cast<uint64_t>(f));
+  mix(static_cast<uint64_t>(tc.tile));
+  return h;
+}
+
 void drop_unmatched_contexts(const Workload& w, std::vector<std::vector<PmappingContext>>& contexts) {
   const int E = static_cast<int>(w.einsums.size());
-  auto offered = [&](int j, const TensorCompat& tc) {
-    for (const PmappingContext& ctx : contexts[j]) {
-      const TensorCompat* x = ctx.find(tc.tensor);
-      if (x && *x == tc) return true;
-    }
-    return false;
-  };
+  // What each Einsum's contexts offer, per pass (a context's tensors are its own, so a set over
+  // all of them answers "does Einsum j offer this compatibility of tensor t").
+  std::vector<std::unordered_set<TensorCompat, TensorCompatHash>> offers(static_cast<size_t>(E));
+  auto offered = [&](int j, const TensorCompat& tc) { return offers[static_cast<size_t>(j)].count(tc) > 0; };
   for (bool changed = true; changed;) {
     changed = false;
+    for (int j = 0; j < E; ++j) {
+      offers[static_cast<size_t>(j)].clear();
+      for (const PmappingContext& ctx : contexts[j])
+        for (const TensorCompat& tc : ctx.compat) offers[static_cast<size_t>(j)].insert(tc);
+    }
     for (int i = 0; i < E; ++i) {
       auto& list = contexts[i];
       const size_t before = list.size();

@@ -40,6 +40,12 @@ struct TensorCompat {
   bool operator==(const TensorCompat&) const = default;
 };
 
+// FNV-1a over every field of a TensorCompat, for hash maps and sets of compatibilities.
+uint64_t hash_value(const TensorCompat& tc, uint64_t h = 1469598103934665603ull);
+struct TensorCompatHash {
+  size_t operator()(const TensorCompat& tc) const { return static_cast<size_t>(hash_value(tc)); }
+};
+
 // One compatibility group of an Einsum's pmappings.
 struct PmappingContext {
   FusedContext fused;                          // backing level, on-chip tensors, iterations
