@@ -115,6 +115,19 @@ void add_to_front(Brute& out, Point p, const std::vector<Choice>& ch) {
   out.front_choices = std::move(fc);
 }
 
+// Every tensor `ctx` (a context of Einsum i) consumes has the compatibility its producer's chosen
+// context gives it.
+bool agrees_with_producers(const Workload& w, const std::vector<EinsumPmappings>& pm, const std::vector<Choice>& ch,
+                           int i, const PmappingContext& ctx) {
+  for (const TensorCompat& tc : ctx.compat) {
+    const int producer = w.tensors[tc.tensor].producer;
+    if (producer >= i) continue;
+    const TensorCompat* other = pm[producer].contexts[ch[producer].context].find(tc.tensor);
+    if (!other || !(*other == tc)) return false;
+  }
+  return true;
+}
+
 // Every tuple of the listed tile mappings (fitting[e], under the contexts in ch) onto the front.
 void combine(Brute& out, const std::vector<std::vector<int>>& fitting, std::vector<Choice>& ch) {
   const int E = static_cast<int>(ch.size());
@@ -194,13 +207,7 @@ Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
     }
     for (size_t k = 0; k < out.pm[i].contexts.size(); ++k) {
       const PmappingContext& ctx = out.pm[i].contexts[k];
-      bool ok = true;
-      for (const TensorCompat& tc : ctx.compat) {
-        const int producer = w.tensors[tc.tensor].producer;
-        if (producer >= i) continue;
-        const TensorCompat* other = out.pm[producer].contexts[ch[producer].context].find(tc.tensor);
-        ok &= other && *other == tc;
-      }
+      bool ok = agrees_with_producers(w, out.pm, ch, i, ctx);
       // The producer of a fused tensor must find its consumer fused too (checked at the consumer).
       if (i > 0)
         for (const TensorCompat& tc : out.pm[i - 1].contexts[ch[i - 1].context].compat)
@@ -311,13 +318,7 @@ Brute nested_brute_force(const Workload& w, const Core& c, PmappingOptions opt, 
     }
     for (size_t k = 0; k < out.pm[i].contexts.size(); ++k) {
       const PmappingContext& ctx = out.pm[i].contexts[k];
-      bool ok = true;
-      for (const TensorCompat& tc : ctx.compat) {
-        const int producer = w.tensors[tc.tensor].producer;
-        if (producer >= i) continue;
-        const TensorCompat* other = out.pm[producer].contexts[ch[producer].context].find(tc.tensor);
-        ok &= other && *other == tc;
-      }
+      bool ok = agrees_with_producers(w, out.pm, ch, i, ctx);
       if (!ok) continue;
       ch[i].context = static_cast<int>(k);
       assign(i + 1);
