@@ -129,20 +129,19 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
       // and again: the tile is held for the whole of such loops.
       x.live_from = x.first;
       x.live_to = x.last;
+      std::vector<uint8_t> touches(static_cast<size_t>(n), 0);  // producer or consumer, by position
+      for (int i = 0; i < n; ++i)
+        touches[i] = i == x.first ||
+                     std::find(ti.consumers.begin(), ti.consumers.end(), fg.einsums[i]) != ti.consumers.end();
       if (x.first >= 0)
         for (int k = 0; k < nl; ++k) {
-          bool all = covers(k, x.first);
+          bool all = true, around = false;
           for (int i = 0; i < n; ++i)
-            if (std::find(ti.consumers.begin(), ti.consumers.end(), fg.einsums[i]) != ti.consumers.end())
-              all &= covers(k, i);
+            if (touches[i]) all &= covers(k, i), around |= covers(k, i);
           if (all) {
             x.above.push_back(k);
             continue;
           }
-          bool around = false;
-          for (int i = 0; i < n; ++i)
-            around |= covers(k, i) && (i == x.first || std::find(ti.consumers.begin(), ti.consumers.end(),
-                                                                 fg.einsums[i]) != ti.consumers.end());
           if (!around) continue;
           for (int i = 0; i < n; ++i)
             if (covers(k, i)) x.live_from = std::min(x.live_from, i), x.live_to = std::max(x.live_to, i);

@@ -794,13 +794,13 @@ EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, con
     if (of[k] == distinct.size()) distinct.push_back(contexts[k]);
   const bool any_same = distinct.size() < contexts.size();
   if (!any_same) return generate_each(w, ei, c, o, std::move(contexts));
-  EinsumPmappings d = generate_each(w, ei, c, o, std::move(distinct));
-  EinsumPmappings out = d;
+  EinsumPmappings out = generate_each(w, ei, c, o, std::move(distinct));  // counters of the distinct ones
+  std::vector<std::vector<Pmapping>> lists = std::move(out.pmappings);
   out.contexts = std::move(contexts);
   out.pmappings.assign(out.contexts.size(), {});
   out.kept = 0;
   for (size_t k = 0; k < out.contexts.size(); ++k) {
-    out.pmappings[k] = d.pmappings[of[k]];
+    out.pmappings[k] = lists[of[k]];
     out.kept += static_cast<int64_t>(out.pmappings[k].size());
   }
   return out;
