@@ -404,12 +404,29 @@ TEST_CASE("ffm: contexts of a matmul in a chain") {
   const Core c = ffm_test_core(64, 4);
   // MM0 produces T1: unfused, or T1 at Reg or GLB with shared loops over M (divisors 1, 2, 4)
   // and N (1, 2).
-  const std::vector<PmappingContext> a = make_contexts(w, 0, c, {});
+  PmappingOptions every;
+  every.prune = false;
+  const std::vector<PmappingContext> a = make_contexts(w, 0, c, every);
   CHECK(a.size() == 1 + 2 * 3 * 2);
   // MM1 consumes T1 and produces T2 (the last tensor, no consumer): only M may be shared (its K
   // does not index its output), so 1 + 2 levels x 3 factors.
-  const std::vector<PmappingContext> b = make_contexts(w, 1, c, {});
+  const std::vector<PmappingContext> b = make_contexts(w, 1, c, every);
   CHECK(b.size() == 1 + 2 * 3);
+  // With pruning, the one context of each that stores T1's whole 8-word tile at the 4-word Reg
+  // is left out (no pmapping of it fits); nothing else.
+  for (int i : {0, 1}) {
+    const std::vector<PmappingContext> all = make_contexts(w, i, c, every), kept = make_contexts(w, i, c, {});
+    CHECK(kept.size() == all.size() - 1);
+    size_t k = 0;
+    for (const PmappingContext& ctx : all) {
+      const bool whole_at_reg = ctx.fused.backing_level == 0 && ctx.shared[0] == 1 && ctx.shared[1] == 1;
+      if (whole_at_reg) continue;
+      REQUIRE(k < kept.size());
+      CHECK(kept[k].shared == ctx.shared);
+      CHECK(kept[k].fused.backing_level == ctx.fused.backing_level);
+      ++k;
+    }
+  }
   for (const PmappingContext& ctx : b)
     if (ctx.fused.backing_level == 1 && ctx.shared[0] == 2) {
       const TensorCompat* t1 = ctx.find(w.tensor_index("T1"));

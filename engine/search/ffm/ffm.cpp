@@ -668,7 +668,9 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
       continue;
     }
     generated.emplace(key, i);
+    const std::clock_t e0 = std::clock();
     pm.push_back(generate_pmappings(w, i, c, o.pmappings, std::move(contexts[i])));
+    pm.back().cpu_seconds = static_cast<double>(std::clock() - e0) / CLOCKS_PER_SEC;
   }
   const auto t1 = std::chrono::steady_clock::now();
   const std::clock_t c1 = std::clock();

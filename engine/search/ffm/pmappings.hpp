@@ -100,11 +100,13 @@ struct EinsumPmappings {
   int64_t bound_skipped = 0;      // partial choices not completed: the context's front beat their bounds
   int64_t fanout_skipped = 0;     // choices of the level below the top not completed: their fan-out's bounds were beaten
   int reused_from = -1;         // >= 0: copied from this Einsum's (ffm_search; nothing evaluated here)
+  double cpu_seconds = 0;       // process CPU time of the generation (ffm_search; all threads)
 };
 
 // Every context of an Einsum: unfused, and for each non-empty set of its intermediate tensors,
 // each on-chip level that may hold them and each choice of shared factors (divisors) over the
-// ranks that may carry a shared loop.
+// ranks that may carry a shared loop. With o.prune, contexts whose stored tiles alone overflow
+// their backing level are left out (they have no valid pmapping).
 std::vector<PmappingContext> make_contexts(const Workload& w, int einsum, const Core& c,
                                            const PmappingOptions& o);
 
