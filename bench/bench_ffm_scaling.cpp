@@ -86,7 +86,7 @@ void BM_PaperChain(benchmark::State& state) {
   FfmResult r;
   for (auto _ : state) r = ffm_search(w, c, {});
   int64_t evaluated = 0, kept = 0, combos = 0, partials = 0, generated = 0;
-  for (const auto& p : r.pmappings) evaluated += p.evaluated, kept += p.kept, generated += p.reused_from < 0;
+  for (const auto& p : r.pmappings) evaluated += p.evaluated, kept += p.kept, generated += p.contexts_reused < static_cast<int64_t>(p.contexts.size());
   for (const auto& s : r.steps) combos += s.combinations, partials = std::max(partials, s.kept);
   state.counters["gen_cpu_s/einsum"] = r.generation_cpu_seconds / n;
   state.counters["generated"] = static_cast<double>(generated);  // the others reuse an equal Einsum's

@@ -124,6 +124,7 @@ Command add_ffm_command(CLI::App& app) {
                                         {"partial_compared", p.partial_evaluated}, {"partial_dropped", p.partial_dropped},
                                         {"bound_skipped", p.bound_skipped},
                                         {"fanout_skipped", p.fanout_skipped}, {"cpu_seconds", p.cpu_seconds},
+                                        {"contexts_reused", p.contexts_reused},
                                         {"reused_from", p.reused_from >= 0 ? nlohmann::json(w.einsums[p.reused_from].name) : nlohmann::json()}});
               j["pmappings_evaluated"] = evaluated;
               j["pmappings_kept"] = kept;

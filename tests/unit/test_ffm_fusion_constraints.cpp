@@ -195,26 +195,38 @@ TEST_CASE("ffm epsilon: the two-pass dirty/clean join returns the exact front an
   CHECK(pruned_any > 0);  // the bound does work here (not at every epsilon: a coarse one may cut nothing)
 }
 
-TEST_CASE("ffm reuse: an Einsum equal to an earlier one (up to tensor names, same contexts) reuses its pmappings exactly") {
+TEST_CASE("ffm reuse: an Einsum equal to an earlier one (up to tensor names) reuses the pmappings of every context with the same tiling exactly") {
   const Workload w = matmul_chain(4);
   const Core c = test::preset_core("tpuv4i");
   const FfmResult r = ffm_search(w, c, {});
   REQUIRE(!r.pareto.empty());
-  // MM1 and MM2 both read and write an intermediate: MM2 is MM1 again. MM0 and MM3 are not.
-  CHECK(r.pmappings[0].reused_from == -1);
+  // Four equal matmuls. MM0 generates everything it has. MM1 reads T1 and writes T2: its unfused
+  // context and those with only its output on chip tile like MM0's, the others are new. MM2 and
+  // MM3 (T3 in, T4 the workload's output) have nothing new.
+  CHECK(r.pmappings[0].contexts_reused == 0);
+  CHECK(r.pmappings[0].evaluated > 0);
+  CHECK(r.pmappings[1].contexts_reused > 0);
+  CHECK(r.pmappings[1].contexts_reused < static_cast<int64_t>(r.pmappings[1].contexts.size()));
+  CHECK(r.pmappings[1].evaluated > 0);
   CHECK(r.pmappings[1].reused_from == -1);
-  CHECK(r.pmappings[2].reused_from == 1);
-  CHECK(r.pmappings[2].evaluated == 0);
-  CHECK(r.pmappings[3].reused_from == -1);
+  for (int i : {2, 3}) {
+    CHECK(r.pmappings[i].contexts_reused == static_cast<int64_t>(r.pmappings[i].contexts.size()));
+    CHECK(r.pmappings[i].evaluated == 0);
+  }
   // Against every Einsum generated on its own: the same pmappings and the same front, to the bit.
   const auto contexts = matchable_contexts(w, c, {});
   std::vector<EinsumPmappings> own;
   for (int i = 0; i < 4; ++i) own.push_back(generate_pmappings(w, i, c, {}, contexts[static_cast<size_t>(i)]));
-  for (size_t k = 0; k < own[2].pmappings.size(); ++k) {
-    REQUIRE(own[2].pmappings[k].size() == r.pmappings[2].pmappings[k].size());
-    for (size_t j = 0; j < own[2].pmappings[k].size(); ++j) {
-      CHECK(own[2].pmappings[k][j].energy_pj == r.pmappings[2].pmappings[k][j].energy_pj);
-      CHECK(own[2].pmappings[k][j].mapping == r.pmappings[2].pmappings[k][j].mapping);
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(own[i].pmappings.size() == r.pmappings[i].pmappings.size());
+    for (size_t k = 0; k < own[i].pmappings.size(); ++k) {
+      REQUIRE(own[i].pmappings[k].size() == r.pmappings[i].pmappings[k].size());
+      for (size_t j = 0; j < own[i].pmappings[k].size(); ++j) {
+        CHECK(own[i].pmappings[k][j].energy_pj == r.pmappings[i].pmappings[k][j].energy_pj);
+        CHECK(own[i].pmappings[k][j].cycles == r.pmappings[i].pmappings[k][j].cycles);
+        CHECK(own[i].pmappings[k][j].own == r.pmappings[i].pmappings[k][j].own);
+        CHECK(own[i].pmappings[k][j].mapping == r.pmappings[i].pmappings[k][j].mapping);
+      }
     }
   }
   const FfmResult joined = ffm_join(w, c, own);

@@ -6,6 +6,8 @@
 #include <ctime>
 #include <fmt/format.h>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "engine/common/error.hpp"
@@ -608,10 +610,12 @@ void apply_fusion_constraints(const Workload& w, const FfmOptions& o,
     });
 }
 
-std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts,
-                           const std::vector<ConstraintSpec>& constraints) {
-  // Everything generate_pmappings reads: the Einsum without its tensor names (rank names stay:
-  // a fan-out may name the ranks it accepts) and each context's fused spec.
+namespace {
+
+// Everything generate_pmappings reads of the Einsum: the Einsum without its tensor names (rank
+// names stay: a fan-out may name the ranks it accepts) and the constraints for this layer alone
+// (the others apply to all).
+std::string einsum_key(const Einsum& e, const std::vector<ConstraintSpec>& constraints) {
   std::string k = fmt::format("{}|", static_cast<int>(e.op));
   for (const Rank& r : e.ranks) k += fmt::format("{}={},", r.name, r.size);
   for (const TensorAccess& t : e.tensors) {
@@ -621,14 +625,26 @@ std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& 
       k += ',';
     }
   }
-  // Constraints for this layer alone make it differ from its twins (the others apply to all).
   for (size_t i = 0; i < constraints.size(); ++i)
     if (constraints[i].layer == e.name) k += fmt::format("@{}", i);
-  for (const PmappingContext& ctx : contexts) {
-    k += fmt::format("#{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip), ctx.fused.iterations,
-                     ctx.top_level);
-    for (size_t r = 0; r < e.ranks.size(); ++r) k += fmt::format("{},", ctx.shared[r]);
-  }
+  return k;
+}
+
+// ... and of a context: what tile_classes compares (the tiling, not the nesting or the
+// compatibilities).
+std::string context_key(const Einsum& e, const PmappingContext& ctx) {
+  std::string k = fmt::format("#{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip),
+                              ctx.fused.iterations, ctx.top_level);
+  for (size_t r = 0; r < e.ranks.size(); ++r) k += fmt::format("{},", ctx.shared[r]);
+  return k;
+}
+
+}  // namespace
+
+std::string generation_key(const Einsum& e, const std::vector<PmappingContext>& contexts,
+                           const std::vector<ConstraintSpec>& constraints) {
+  std::string k = einsum_key(e, constraints);
+  for (const PmappingContext& ctx : contexts) k += context_key(e, ctx);
   return k;
 }
 
@@ -652,25 +668,58 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   const std::clock_t c0 = std::clock();
   std::vector<EinsumPmappings> pm;
   int64_t kept = 0;
-  std::unordered_map<std::string, int> generated;  // generation_key -> first Einsum with it
+  // Context by context, an Einsum equal to an earlier one up to tensor names (einsum_key) reuses
+  // the pmappings of every context that one generated with the same tiling (GPT-3's K those of V
+  // that K shares too, Q all of K's and V's): generation reads nothing else.
+  struct Source {
+    int einsum;
+    size_t context;
+  };
+  std::unordered_map<std::string, Source> generated;  // einsum_key + context_key -> where it was generated
   for (int i = 0; i < E; ++i) {
     kept += static_cast<int64_t>(contexts[i].size());
-    const std::string key = generation_key(w.einsums[i], contexts[i], o.pmappings.constraints);
-    if (auto it = generated.find(key); it != generated.end()) {
-      // The same Einsum up to tensor names, with the same contexts: the same pmappings (exact).
-      EinsumPmappings copy;
-      copy.einsum = i;
-      copy.contexts = std::move(contexts[i]);
-      copy.pmappings = pm[static_cast<size_t>(it->second)].pmappings;
-      copy.kept = pm[static_cast<size_t>(it->second)].kept;
-      copy.reused_from = it->second;
-      pm.push_back(std::move(copy));
-      continue;
+    const std::string ekey = einsum_key(w.einsums[i], o.pmappings.constraints);
+    std::vector<PmappingContext> fresh;
+    std::vector<std::optional<Source>> from(contexts[i].size());
+    std::unordered_map<std::string, size_t> fresh_index;  // the same tiling twice here: generated once below
+    for (size_t k = 0; k < contexts[i].size(); ++k) {
+      const std::string key = ekey + context_key(w.einsums[i], contexts[i][k]);
+      if (auto it = generated.find(key); it != generated.end()) {
+        from[k] = it->second;
+        continue;
+      }
+      if (fresh_index.emplace(key, fresh.size()).second) fresh.push_back(contexts[i][k]);
     }
-    generated.emplace(key, i);
-    const std::clock_t e0 = std::clock();
-    pm.push_back(generate_pmappings(w, i, c, o.pmappings, std::move(contexts[i])));
-    pm.back().cpu_seconds = static_cast<double>(std::clock() - e0) / CLOCKS_PER_SEC;
+    EinsumPmappings out;
+    if (fresh.empty()) {
+      out.einsum = i;
+    } else {
+      const std::clock_t e0 = std::clock();
+      out = generate_pmappings(w, i, c, o.pmappings, std::move(fresh));
+      out.cpu_seconds = static_cast<double>(std::clock() - e0) / CLOCKS_PER_SEC;
+    }
+    // In context order: the fresh ones as generated, the others copied from their source.
+    std::vector<std::vector<Pmapping>> fresh_lists = std::move(out.pmappings);
+    out.pmappings.assign(contexts[i].size(), {});
+    out.kept = 0;
+    std::set<int> sources;
+    for (size_t k = 0; k < contexts[i].size(); ++k) {
+      if (from[k]) {
+        out.pmappings[k] = pm[static_cast<size_t>(from[k]->einsum)].pmappings[from[k]->context];
+        sources.insert(from[k]->einsum);
+        ++out.contexts_reused;
+      } else {
+        const std::string key = ekey + context_key(w.einsums[i], contexts[i][k]);
+        const size_t f = fresh_index.at(key);
+        out.pmappings[k] = fresh_lists[f];
+        generated.emplace(key, Source{i, k});
+      }
+      out.kept += static_cast<int64_t>(out.pmappings[k].size());
+    }
+    if (out.contexts_reused == static_cast<int64_t>(contexts[i].size()) && sources.size() == 1)
+      out.reused_from = *sources.begin();
+    out.contexts = std::move(contexts[i]);
+    pm.push_back(std::move(out));
   }
   const auto t1 = std::chrono::steady_clock::now();
   const std::clock_t c1 = std::clock();

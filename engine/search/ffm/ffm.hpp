@@ -97,10 +97,12 @@ struct FfmResult {
   const FfmSolution* best(Objective o) const;
 };
 
-// ffm_search generates each distinct Einsum once: an Einsum equal to an earlier one up to tensor
-// names, with the same contexts and the same layer constraints (generation_key), reuses its
-// pmappings (EinsumPmappings::reused_from; GPT-3's V, K and Q; the repeating shapes of a matmul
-// chain). Exact: generation reads nothing else. Mapspace constraints (PmappingOptions::constraints)
+// ffm_search generates each distinct (Einsum, tiling) once: an Einsum equal to an earlier one up
+// to tensor names, with the same layer constraints, reuses the pmappings of every context that one
+// generated with the same tiling (backing level, on-chip tensors, shared factors, top level;
+// EinsumPmappings::contexts_reused, and reused_from when all come from one Einsum): GPT-3's K
+// reuses V's contexts it shares, Q all of K's and V's; the repeating shapes of a matmul chain.
+// Exact: generation reads nothing else. Mapspace constraints (PmappingOptions::constraints)
 // are checked against every Einsum before anything is generated (InputError, naming file:line).
 FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o = {});
 // InputError (naming file:line) for a constraint on a layer w does not have or one that does

@@ -99,7 +99,8 @@ struct EinsumPmappings {
   int64_t partial_dropped = 0;    // ... and dropped as dominated
   int64_t bound_skipped = 0;      // partial choices not completed: the context's front beat their bounds
   int64_t fanout_skipped = 0;     // choices of the level below the top not completed: their fan-out's bounds were beaten
-  int reused_from = -1;         // >= 0: copied from this Einsum's (ffm_search; nothing evaluated here)
+  int reused_from = -1;         // >= 0: every context copied from this Einsum's (ffm_search; nothing evaluated here)
+  int64_t contexts_reused = 0;  // contexts whose pmappings were copied from an earlier, equal Einsum (ffm_search)
   double cpu_seconds = 0;       // process CPU time of the generation (ffm_search; all threads)
 };
 
