@@ -675,6 +675,10 @@ struct TileWorker::State {
       std::array<int64_t, kMaxRanks> rest = remaining;
       for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
       for (TensorMask keep : s->keep_options[l]) {
+        if (l == top_filter && top_beaten(ch, keep)) {
+          ++owner->fanout_skipped;
+          continue;
+        }
         chosen[l] = ch;
         chosen[l].keep = keep;
         if (!s->admissible(chosen[l], l)) continue;
@@ -1163,6 +1167,7 @@ struct TileWorker::State {
     std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
     const size_t first = bounds.size();
     bounds.resize(first + K * outer.size());
+    if (classify) outer_keep_beaten.assign(K * outer.size(), 0);
     std::array<double, kMaxTensors> mult{};
     // Checking only (completions_beaten) with several fan-outs: first one bound for all of them,
     // every quantity at its most favourable over the fan-outs (most instances and multicast, the
@@ -1264,12 +1269,18 @@ struct TileWorker::State {
         }
       };
       // Laid out per kept set, then per fan-out. Energy: sums in another order than the model's.
+      // Classifying, every kept set is checked (outer_keep_beaten); a later, tighter bound of
+      // the same fan-out only adds beaten ones.
       auto store = [&](bool check) {
         bool all = true;
         for (size_t k = 0; k < K; ++k) {
           Bound& bd = bounds[first + k * outer.size() + oi];
           bd = {best[k] * (1 - 1e-12), fastest[k], own[k], keeps[k], by_keep};
-          if (check && all) all = sink->beaten(bd.energy, bd.cycles, b, bd.own);
+          if (check && (all || classify)) {
+            const bool beaten = sink->beaten(bd.energy, bd.cycles, b, bd.own);
+            if (classify) outer_keep_beaten[oi * K + k] |= static_cast<uint8_t>(beaten);
+            all = all && beaten;
+          }
         }
         return all;
       };
@@ -1340,6 +1351,7 @@ struct TileWorker::State {
   // classify_fanouts: whether the sink beats every bound of each outer fan-out (outer_beaten).
   bool classify = false;
   std::vector<uint8_t> outer_beaten;
+  std::vector<uint8_t> outer_keep_beaten;  // per (fan-out, kept set at b): outer index x kept sets + k
 
   // Whether every completion of chosen[0..d) is beaten by what the sink holds (bounds above).
   bool completions_beaten(int d, const std::array<int64_t, kMaxRanks>& rem) {
@@ -1383,6 +1395,73 @@ struct TileWorker::State {
     std::erase_if(fanout_dead, [](const std::pair<FanoutKey, bool>& e) { return !e.second; });  // only the beaten
     return true;
   }
+  // The top level's choices (spatial factors, what it keeps) whose every completion is beaten,
+  // sorted; descend skips them at level `top_filter`. Fused with b the top, the bounds are per
+  // kept set of b, so a choice is skipped by its fan-out and what it keeps together: GPT-3's
+  // projections complete 39 top-level choices per choice of the level below on average, of which
+  // few can reach the front.
+  using TopKey = std::pair<FanoutKey, TensorMask>;
+  std::vector<std::pair<TopKey, bool>> top_dead;
+  int top_filter = -1;
+
+  // Bounds chosen[0..top) at the top level: false if every completion is beaten; else the
+  // beaten top-level choices go to top_dead.
+  bool classify_top(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    top_dead.clear();
+    classify = true;
+    const bool made = completion_bounds(d, rem);
+    classify = false;
+    if (!made) return true;  // no bound: complete everything
+    const std::vector<OuterFanout>& outer = *outer_last;
+    const size_t K = outer.empty() ? 0 : outer_keep_beaten.size() / outer.size();
+    const bool by_keep = !bounds.empty() && bounds.front().by_keep;
+    bool all = true;
+    for (size_t oi = 0; oi < outer.size(); ++oi)
+      for (size_t k = 0; k < K; ++k) {
+        const bool beaten = outer_keep_beaten[oi * K + k] != 0;
+        all = all && beaten;
+        top_dead.push_back({{outer[oi].at_d, by_keep ? bounds[k * outer.size() + oi].kept_b : TensorMask{0}}, beaten});
+      }
+    if (all) return false;
+    std::sort(top_dead.begin(), top_dead.end());
+    size_t m = 0;  // one entry per choice, beaten only if all its fan-outs (and, without kept sets, all of those) are
+    for (size_t i = 0; i < top_dead.size(); ++i) {
+      if (m > 0 && top_dead[m - 1].first == top_dead[i].first)
+        top_dead[m - 1].second = top_dead[m - 1].second && top_dead[i].second;
+      else
+        top_dead[m++] = top_dead[i];
+    }
+    top_dead.resize(m);
+    std::erase_if(top_dead, [](const std::pair<TopKey, bool>& e) { return !e.second; });
+    top_by_keep = by_keep;
+    return true;
+  }
+  bool top_by_keep = false;
+  bool top_beaten(const LevelChoice& ch, TensorMask keep) const {
+    TopKey k;
+    k.first.fill(1);
+    for (int r = 0; r < s->R; ++r) {
+      k.first[static_cast<size_t>(r)] = ch.x[r];
+      k.first[static_cast<size_t>(kMaxRanks + r)] = ch.y[r];
+    }
+    k.second = top_by_keep ? keep : TensorMask{0};
+    const auto it = std::lower_bound(top_dead.begin(), top_dead.end(), k,
+                                     [](const std::pair<TopKey, bool>& a, const TopKey& b) { return a.first < b; });
+    return it != top_dead.end() && it->first == k;
+  }
+
+  // Completes chosen[0..top) (d = top): skipped if every completion is beaten, else the top
+  // level's beaten choices are skipped.
+  void complete_top(int d, const std::array<int64_t, kMaxRanks>& rem) {
+    if (completions_beaten(d, rem) || !classify_top(d, rem)) {
+      ++owner->bound_skipped;
+      return;
+    }
+    if (!top_dead.empty()) top_filter = d;
+    descend(d, rem);
+    top_filter = -1;
+  }
+
   bool fanout_beaten(const LevelChoice& ch) const {
     FanoutKey k;
     k.fill(1);
@@ -1469,11 +1548,7 @@ struct TileWorker::State {
           for (uint32_t code : codes) {
             fixed_code[d] = code;
             if (!compare) {  // few completions: evaluating them is cheaper than comparing
-              if (last && completions_beaten(d + 1, rest)) {
-                ++owner->bound_skipped;
-                continue;
-              }
-              descend(d + 1, rest);
+              complete_top(d + 1, rest);
               continue;
             }
             const bool ok = components(d + 1, rest);
@@ -1616,11 +1691,7 @@ struct TileWorker::State {
       for (size_t i = 0; i < alive.size() && !s->over(); ++i) {
         if (!alive[i]) continue;
         load(next_pool.data() + i * pstride, d + 1, rem);
-        if (completions_beaten(d + 1, rem)) {
-          ++owner->bound_skipped;
-          continue;
-        }
-        descend(d + 1, rem);
+        complete_top(d + 1, rem);
       }
     }
     fixed_levels = 0;
