@@ -1032,6 +1032,8 @@ struct TileWorker::State {
     int64_t own = 0;         // words at b beyond the exchanged tiles (0 unfused)
     TensorMask kept_b = 0;   // what b keeps (by_keep)
     bool by_keep = false;
+    TensorMask kept_d = 0;   // what level d keeps (by_keep_d: per_keep_d)
+    bool by_keep_d = false;
   };
   std::vector<Bound> bounds;
   // The orders of the free levels' ranks (one loop each) that a bound must try, per set of ranks
@@ -1091,6 +1093,9 @@ struct TileWorker::State {
     if (!reference(d, rem)) return false;
     const std::vector<OuterFanout>& outer = outer_fanouts(d, rem);
     if (classify) outer_beaten.assign(outer.size(), 0);
+    if (classify) outer_keep_beaten.clear();
+    relaxed_energy.clear();
+    relaxed_cycles.clear();
     const EvalPlan& p = s->plan_;
     const int L = s->L, R = s->R, T = s->T;
     const CostResult& c = part_cost;
@@ -1110,235 +1115,246 @@ struct TileWorker::State {
       int backing = 0;
       double direct = 0, via_word = 0, via_volume = 0, through_word = 0, through_volume = 0;
       bool via = false, through = false;
+      bool forced = false;  // level d keeps it (per_keep_d): d serves the inner tile
     };
-    std::array<PerTensor, kMaxTensors> pt_{};
-    auto may_keep = [&](int l, int t) {
-      for (TensorMask m : s->keep_options[l])
-        if (m >> t & 1) return true;
-      return false;
-    };
-    for (int t = 0; t < T; ++t) {
-      const PlanTensor& pt = p.tensors[t];
-      const bool out = t == p.output;
-      PerTensor& q = pt_[t];
-      int innermost_own = -1;
-      for (int r = 0; r < R; ++r)
-        if ((pt.relevant_ranks >> r & 1) && rem[r] > 1) innermost_own = r;
-      for (int r = 0; r <= innermost_own; ++r) q.ref_mult *= static_cast<double>(rem[r]);
-      // The reference's direct parent is the first level from d that keeps t.
-      int parent = d;
-      while (parent < L - 1 && !(ref_keep[parent] >> t & 1)) ++parent;
-      q.from_ref = static_cast<double>(out ? c.access[parent][t].updates : c.access[parent][t].reads);
-      q.volume = static_cast<double>(pt.volume);
-      q.backing = onchip >> t & 1 ? b : L - 1;
-      const PlanLevel& bk = p.levels[q.backing];
-      q.direct = out ? bk.update_pj : bk.read_pj;
-      const bool keeps_b = by_keep && !(onchip >> t & 1);  // b may keep it without backing it
-      for (int l = d; l < q.backing; ++l) {
-        if (!may_keep(l, t)) continue;
-        const PlanLevel& lv = p.levels[l];
-        const double word = out ? lv.update_pj : lv.read_pj;
-        if (keeps_b && l <= b) {  // served by l <= b, b filled with the volume from the backing
-          const PlanLevel& bl = p.levels[b];
-          const double volume = out ? bk.update_pj : bl.write_pj + bk.read_pj;
-          q.through_word = q.through ? std::min(q.through_word, word) : word;
-          q.through_volume = q.through ? std::min(q.through_volume, volume) : volume;
-          q.through = true;
-        }
-        if (keeps_b && l == b) continue;  // b does not keep it in the other case
-        const double volume = out ? bk.update_pj : lv.write_pj + bk.read_pj;
-        q.via_word = q.via ? std::min(q.via_word, word) : word;
-        q.via_volume = q.via ? std::min(q.via_volume, volume) : volume;
-        q.via = true;
-      }
-    }
-    // Scratch reused across calls (this runs once per partial choice completed or skipped).
-    std::vector<TensorMask>& keeps = bound_keeps;
-    if (by_keep) keeps.assign(s->keep_options[b].begin(), s->keep_options[b].end());
-    else keeps.assign(1, TensorMask{0});
-    const size_t K = keeps.size();
-    std::vector<int64_t>& own = bound_own;
-    own.assign(K, 0);
-    for (size_t k = 0; k < K; ++k)
-      for (int t = 0; t < T; ++t)
-        if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
-    std::vector<double> &best = bound_best, &energy = bound_energy, &fastest = bound_fastest;
-    best.resize(K), energy.resize(K), fastest.resize(K);
-    std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
-    const size_t first = bounds.size();
-    bounds.resize(first + K * outer.size());
-    if (classify) outer_keep_beaten.assign(K * outer.size(), 0);
-    std::array<double, kMaxTensors> mult{};
-    // Checking only (completions_beaten) with several fan-outs: first one bound for all of them,
-    // every quantity at its most favourable over the fan-outs (most instances and multicast, the
-    // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
-    // not index: mult below). Each term of the cost only falls with these, so no completion
-    // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
-    const bool relaxed_first = (stop_unbeaten || record_relaxed) && outer.size() > 1;
-    relaxed_energy.clear();
-    relaxed_cycles.clear();
-    OuterFanout sup;
-    if (relaxed_first) {
-      sup = outer[0];
-      for (const OuterFanout& o : outer) {
-        sup.used = std::max(sup.used, o.used);
-        for (int t = 0; t < T; ++t) sup.irr[t] = std::max(sup.irr[t], o.irr[t]), sup.mc[t] = std::max(sup.mc[t], o.mc[t]);
-        for (int l = 0; l < L; ++l) sup.inst[l] = std::max(sup.inst[l], o.inst[l]);
-      }
-    }
-    for (ptrdiff_t oi_ = relaxed_first ? -1 : 0; oi_ < static_cast<ptrdiff_t>(outer.size()); ++oi_) {
-      const size_t oi = static_cast<size_t>(std::max<ptrdiff_t>(oi_, 0));
-      const OuterFanout& o = oi_ < 0 ? sup : outer[oi];
-      const double steps = std::ceil(c.compute_cycles / o.used);
-      std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
-      std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
-      // Energy and latency (per kept set) with `mult[t]` outer iterations down to the innermost
-      // loop over t's ranks; the minima go to best / fastest.
-      auto cost_with = [&]() {
-        std::array<double, kMaxLevels> rd{}, wr{};
-        std::fill(energy.begin(), energy.end(), static_cast<double>(p.operations) * p.op_pj);
-        for (int t = 0; t < T; ++t) {
-          const PerTensor& q = pt_[t];
-          const bool out = t == p.output;
-          const double spread = mult[t] * o.used / q.ref_mult;  // a tile not refilled per outer iteration
-          const int64_t mask = key[R + t];
-          int child = -1;  // compute
-          double inner = 0;
-          for (int l = 0; l < d; ++l) {
-            if (!(chosen[l].keep >> t & 1)) continue;
-            const TensorAccesses& a = c.access[l][t];
-            const double serve = child >= 0 && !(mask >> child & 1) ? spread : 1;
-            const double refill = mask >> l & 1 ? 1 : spread;
-            double reads, fills, updates = 0;
-            if (!out) {
-              reads = static_cast<double>(a.reads) * serve;
-              fills = static_cast<double>(a.fills) * refill;
-            } else {
-              updates = static_cast<double>(a.updates) * serve;
-              // The reference's discount (updates - reads), when its reads show it.
-              const double discount = a.reads > 0 ? static_cast<double>(a.updates - a.reads) * o.irr[t] : -1;
-              reads = discount >= 0 ? std::max(0.0, updates - discount) : 0;
-              fills = discount >= 0 ? std::max(0.0, static_cast<double>(a.fills) * refill - discount) : 0;
-            }
-            const PlanLevel& lv = p.levels[l];
-            inner += reads * lv.read_pj + fills * lv.write_pj + updates * lv.update_pj;
-            const double inst = static_cast<double>(std::max<int64_t>(1, c.level_instances[l])) * o.used;
-            rd[l] += reads / inst;
-            wr[l] += (fills + updates) / inst;
-            child = l;
-          }
-          const double from_above = std::max(q.volume, q.from_ref * (mask >> 15 & 1 ? 1 : spread) / o.mc[t]);
-          double other = from_above * q.direct;
-          if (q.via) other = std::min(other, from_above * q.via_word + q.volume * q.via_volume);
-          const double through = q.through ? from_above * q.through_word + q.volume * q.through_volume : other;
-          for (size_t k = 0; k < K; ++k)
-            energy[k] += inner + ((keeps[k] >> t & 1) && !(onchip >> t & 1) ? through : other);
-          // The backing level serves at least the volume; all of from_above where no level
-          // between may take the tensor (then it serves the inner tile directly).
-          (out ? wr : rd)[q.backing] += q.volume / o.inst[q.backing];
-          extra[t] = (from_above - q.volume) / o.inst[q.backing];
-        }
-        // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
-        // so each bound rounds up; the bandwidth times first give way for rounding (the model's
-        // threshold, sums in another order).
-        auto time_of = [&](int l, double r, double w) {
+    // Per kept set of level d too (per_keep_d, classifying a row): each set is a bound of the
+    // completions whose level d keeps exactly it.
+    const bool by_d = per_keep_d && !stop_unbeaten && d < L - 1 && d != b;
+    std::vector<TensorMask>& kds = bound_keeps_d;
+    if (by_d) kds.assign(s->keep_options[d].begin(), s->keep_options[d].end());
+    else kds.assign(1, TensorMask{0});
+    for (const TensorMask kd : kds) {
+      std::array<PerTensor, kMaxTensors> pt_{};
+      auto may_keep = [&](int l, int t) {
+        for (TensorMask m : s->keep_options[l])
+          if (m >> t & 1) return true;
+        return false;
+      };
+      for (int t = 0; t < T; ++t) {
+        const PlanTensor& pt = p.tensors[t];
+        const bool out = t == p.output;
+        PerTensor& q = pt_[t];
+        q = PerTensor{};
+        q.forced = by_d && (kd >> t & 1);
+        int innermost_own = -1;
+        for (int r = 0; r < R; ++r)
+          if ((pt.relevant_ranks >> r & 1) && rem[r] > 1) innermost_own = r;
+        for (int r = 0; r <= innermost_own; ++r) q.ref_mult *= static_cast<double>(rem[r]);
+        // The reference's direct parent is the first level from d that keeps t.
+        int parent = d;
+        while (parent < L - 1 && !(ref_keep[parent] >> t & 1)) ++parent;
+        q.from_ref = static_cast<double>(out ? c.access[parent][t].updates : c.access[parent][t].reads);
+        q.volume = static_cast<double>(pt.volume);
+        q.backing = onchip >> t & 1 ? b : L - 1;
+        const PlanLevel& bk = p.levels[q.backing];
+        q.direct = out ? bk.update_pj : bk.read_pj;
+        const bool keeps_b = by_keep && !(onchip >> t & 1);  // b may keep it without backing it
+        for (int l = d; l < q.backing; ++l) {
+          if (!may_keep(l, t)) continue;
+          if (by_d && l == d && !q.forced) continue;  // d does not keep it
+          if (q.forced && l > d) break;                // d keeps it: d serves the inner tile
           const PlanLevel& lv = p.levels[l];
-          double time = 0;
-          if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
-          if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
-          if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
-          return std::ceil(time * (1 - 1e-9));
-        };
-        double cycles = steps;
-        for (int l = 0; l < L; ++l) cycles = std::max(cycles, time_of(l, rd[l], wr[l]));
-        for (size_t k = 0; k < K; ++k) {
-          best[k] = std::min(best[k], energy[k]);
-          // Per kept set: tensors that must come straight from their backing level.
-          std::array<double, kMaxLevels> r2 = rd, w2 = wr;
-          bool any = false;
+          const double word = out ? lv.update_pj : lv.read_pj;
+          if (keeps_b && l <= b) {  // served by l <= b, b filled with the volume from the backing
+            const PlanLevel& bl = p.levels[b];
+            const double volume = out ? bk.update_pj : bl.write_pj + bk.read_pj;
+            q.through_word = q.through ? std::min(q.through_word, word) : word;
+            q.through_volume = q.through ? std::min(q.through_volume, volume) : volume;
+            q.through = true;
+          }
+          if (keeps_b && l == b) continue;  // b does not keep it in the other case
+          const double volume = out ? bk.update_pj : lv.write_pj + bk.read_pj;
+          q.via_word = q.via ? std::min(q.via_word, word) : word;
+          q.via_volume = q.via ? std::min(q.via_volume, volume) : volume;
+          q.via = true;
+        }
+      }
+      // Scratch reused across calls (this runs once per partial choice completed or skipped).
+      std::vector<TensorMask>& keeps = bound_keeps;
+      if (by_keep) keeps.assign(s->keep_options[b].begin(), s->keep_options[b].end());
+      else keeps.assign(1, TensorMask{0});
+      const size_t K = keeps.size();
+      std::vector<int64_t>& own = bound_own;
+      own.assign(K, 0);
+      for (size_t k = 0; k < K; ++k)
+        for (int t = 0; t < T; ++t)
+          if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
+      std::vector<double> &best = bound_best, &energy = bound_energy, &fastest = bound_fastest;
+      best.resize(K), energy.resize(K), fastest.resize(K);
+      std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
+      const size_t first = bounds.size();
+      bounds.resize(first + K * outer.size());
+      if (classify) outer_keep_beaten.resize(first + K * outer.size(), 0);
+      std::array<double, kMaxTensors> mult{};
+      // Checking only (completions_beaten) with several fan-outs: first one bound for all of them,
+      // every quantity at its most favourable over the fan-outs (most instances and multicast, the
+      // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
+      // not index: mult below). Each term of the cost only falls with these, so no completion
+      // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
+      const bool relaxed_first = (stop_unbeaten || record_relaxed) && outer.size() > 1;
+      OuterFanout sup;
+      if (relaxed_first) {
+        sup = outer[0];
+        for (const OuterFanout& o : outer) {
+          sup.used = std::max(sup.used, o.used);
+          for (int t = 0; t < T; ++t) sup.irr[t] = std::max(sup.irr[t], o.irr[t]), sup.mc[t] = std::max(sup.mc[t], o.mc[t]);
+          for (int l = 0; l < L; ++l) sup.inst[l] = std::max(sup.inst[l], o.inst[l]);
+        }
+      }
+      for (ptrdiff_t oi_ = relaxed_first ? -1 : 0; oi_ < static_cast<ptrdiff_t>(outer.size()); ++oi_) {
+        const size_t oi = static_cast<size_t>(std::max<ptrdiff_t>(oi_, 0));
+        const OuterFanout& o = oi_ < 0 ? sup : outer[oi];
+        const double steps = std::ceil(c.compute_cycles / o.used);
+        std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
+        std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
+        // Energy and latency (per kept set) with `mult[t]` outer iterations down to the innermost
+        // loop over t's ranks; the minima go to best / fastest.
+        auto cost_with = [&]() {
+          std::array<double, kMaxLevels> rd{}, wr{};
+          std::fill(energy.begin(), energy.end(), static_cast<double>(p.operations) * p.op_pj);
           for (int t = 0; t < T; ++t) {
             const PerTensor& q = pt_[t];
-            if (((keeps[k] >> t & 1) && !(onchip >> t & 1)) || q.via || extra[t] <= 0) continue;
-            (t == p.output ? w2 : r2)[q.backing] += extra[t];
-            any = true;
+            const bool out = t == p.output;
+            const double spread = mult[t] * o.used / q.ref_mult;  // a tile not refilled per outer iteration
+            const int64_t mask = key[R + t];
+            int child = -1;  // compute
+            double inner = 0;
+            for (int l = 0; l < d; ++l) {
+              if (!(chosen[l].keep >> t & 1)) continue;
+              const TensorAccesses& a = c.access[l][t];
+              const double serve = child >= 0 && !(mask >> child & 1) ? spread : 1;
+              const double refill = mask >> l & 1 ? 1 : spread;
+              double reads, fills, updates = 0;
+              if (!out) {
+                reads = static_cast<double>(a.reads) * serve;
+                fills = static_cast<double>(a.fills) * refill;
+              } else {
+                updates = static_cast<double>(a.updates) * serve;
+                // The reference's discount (updates - reads), when its reads show it.
+                const double discount = a.reads > 0 ? static_cast<double>(a.updates - a.reads) * o.irr[t] : -1;
+                reads = discount >= 0 ? std::max(0.0, updates - discount) : 0;
+                fills = discount >= 0 ? std::max(0.0, static_cast<double>(a.fills) * refill - discount) : 0;
+              }
+              const PlanLevel& lv = p.levels[l];
+              inner += reads * lv.read_pj + fills * lv.write_pj + updates * lv.update_pj;
+              const double inst = static_cast<double>(std::max<int64_t>(1, c.level_instances[l])) * o.used;
+              rd[l] += reads / inst;
+              wr[l] += (fills + updates) / inst;
+              child = l;
+            }
+            const double from_above = std::max(q.volume, q.from_ref * (mask >> 15 & 1 ? 1 : spread) / o.mc[t]);
+            double other = q.forced ? std::numeric_limits<double>::infinity() : from_above * q.direct;
+            if (q.via) other = std::min(other, from_above * q.via_word + q.volume * q.via_volume);
+            const double through = q.through ? from_above * q.through_word + q.volume * q.through_volume : other;
+            for (size_t k = 0; k < K; ++k)
+              energy[k] += inner + ((keeps[k] >> t & 1) && !(onchip >> t & 1) ? through : other);
+            // The backing level serves at least the volume; all of from_above where no level
+            // between may take the tensor (then it serves the inner tile directly).
+            (out ? wr : rd)[q.backing] += q.volume / o.inst[q.backing];
+            extra[t] = (from_above - q.volume) / o.inst[q.backing];
           }
-          double c_k = cycles;
-          if (any)
-            for (int l = d; l < L; ++l) c_k = std::max(c_k, time_of(l, r2[l], w2[l]));
-          fastest[k] = std::min(fastest[k], c_k);
-        }
-      };
-      // Laid out per kept set, then per fan-out. Energy: sums in another order than the model's.
-      // Classifying, every kept set is checked (outer_keep_beaten); a later, tighter bound of
-      // the same fan-out only adds beaten ones.
-      auto store = [&](bool check) {
-        bool all = true;
-        for (size_t k = 0; k < K; ++k) {
-          Bound& bd = bounds[first + k * outer.size() + oi];
-          bd = {best[k] * (1 - 1e-12), fastest[k], own[k], keeps[k], by_keep};
-          if (check && (all || classify)) {
-            const bool beaten = sink->beaten(bd.energy, bd.cycles, b, bd.own);
-            if (classify) outer_keep_beaten[oi * K + k] |= static_cast<uint8_t>(beaten);
-            all = all && beaten;
+          // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
+          // so each bound rounds up; the bandwidth times first give way for rounding (the model's
+          // threshold, sums in another order).
+          auto time_of = [&](int l, double r, double w) {
+            const PlanLevel& lv = p.levels[l];
+            double time = 0;
+            if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
+            if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
+            if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
+            return std::ceil(time * (1 - 1e-9));
+          };
+          double cycles = steps;
+          for (int l = 0; l < L; ++l) cycles = std::max(cycles, time_of(l, rd[l], wr[l]));
+          for (size_t k = 0; k < K; ++k) {
+            best[k] = std::min(best[k], energy[k]);
+            // Per kept set: tensors that must come straight from their backing level.
+            std::array<double, kMaxLevels> r2 = rd, w2 = wr;
+            bool any = false;
+            for (int t = 0; t < T; ++t) {
+              const PerTensor& q = pt_[t];
+              if (((keeps[k] >> t & 1) && !(onchip >> t & 1)) || q.via || extra[t] <= 0) continue;
+              (t == p.output ? w2 : r2)[q.backing] += extra[t];
+              any = true;
+            }
+            double c_k = cycles;
+            if (any)
+              for (int l = d; l < L; ++l) c_k = std::max(c_k, time_of(l, r2[l], w2[l]));
+            fastest[k] = std::min(fastest[k], c_k);
           }
+        };
+        // Laid out per kept set, then per fan-out. Energy: sums in another order than the model's.
+        // Classifying, every kept set is checked (outer_keep_beaten); a later, tighter bound of
+        // the same fan-out only adds beaten ones.
+        auto store = [&](bool check) {
+          bool all = true;
+          for (size_t k = 0; k < K; ++k) {
+            Bound& bd = bounds[first + k * outer.size() + oi];
+            bd = {best[k] * (1 - 1e-12), fastest[k], own[k], keeps[k], by_keep, kd, by_d};
+            if (check && (all || classify)) {
+              const bool beaten = sink->beaten(bd.energy, bd.cycles, b, bd.own);
+              if (classify) outer_keep_beaten[first + k * outer.size() + oi] |= static_cast<uint8_t>(beaten);
+              all = all && beaten;
+            }
+          }
+          return all;
+        };
+        if (oi_ < 0) {  // spread = mult * used / ref_mult at its least: no irrelevant rank split
+          for (int t = 0; t < T; ++t) {
+            mult[t] = 1 / o.used;
+            for (int r = 0; r < R; ++r)
+              if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(rem[r]);
+          }
+          cost_with();
+          bool all = stop_unbeaten;
+          for (size_t k = 0; k < K; ++k) {
+            relaxed_energy.push_back(best[k] * (1 - 1e-12));
+            relaxed_cycles.push_back(fastest[k]);
+            if (all) all = sink->beaten(relaxed_energy.back(), fastest[k], b, own[k]);
+          }
+          if (all) return true;  // every completion is beaten (bounds not filled: not needed)
+          continue;
         }
-        return all;
-      };
-      if (oi_ < 0) {  // spread = mult * used / ref_mult at its least: no irrelevant rank split
+        // First every tensor at its own fewest iterations (its ranks innermost), a bound for any
+        // order: where the sink beats it, no order needs trying.
         for (int t = 0; t < T; ++t) {
-          mult[t] = 1 / o.used;
-          for (int r = 0; r < R; ++r)
-            if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(rem[r]);
-        }
-        cost_with();
-        bool all = stop_unbeaten;
-        for (size_t k = 0; k < K; ++k) {
-          relaxed_energy.push_back(best[k] * (1 - 1e-12));
-          relaxed_cycles.push_back(fastest[k]);
-          if (all) all = sink->beaten(relaxed_energy.back(), fastest[k], b, own[k]);
-        }
-        if (all) return true;  // every completion is beaten (bounds not filled: not needed)
-        continue;
-      }
-      // First every tensor at its own fewest iterations (its ranks innermost), a bound for any
-      // order: where the sink beats it, no order needs trying.
-      for (int t = 0; t < T; ++t) {
-        mult[t] = 1;
-        for (int r = 0; r < R; ++r)
-          if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(o.temporal[r]);
-      }
-      cost_with();
-      if ((stop_unbeaten || classify) && store(true)) {
-        if (classify) outer_beaten[oi] = 1;
-        continue;
-      }
-      // Then the ranks the free levels still iterate, every order of them (one loop per rank:
-      // splitting a rank's loop over two levels can only lengthen the runs that count, see
-      // above); the cheapest and the fastest order may differ, each is a bound on its own.
-      std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
-      std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
-      int n = 0;
-      uint32_t free_ranks = 0;
-      for (int r = 0; r < R; ++r)
-        if (o.temporal[r] > 1) ++n, free_ranks |= 1u << r;
-      for (const std::array<int8_t, kMaxRanks>& order : minimal_orders(free_ranks)) {
-        for (int t = 0; t < T; ++t) {
-          double run = 1;
           mult[t] = 1;
-          for (int i = 0; i < n; ++i) {
-            run *= static_cast<double>(o.temporal[order[i]]);
-            if (p.tensors[t].relevant_ranks >> order[i] & 1) mult[t] = run;
-          }
+          for (int r = 0; r < R; ++r)
+            if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(o.temporal[r]);
         }
         cost_with();
-      }
-      if (classify) {
-        outer_beaten[oi] = store(true);
-        continue;
-      }
-      if (!store(stop_unbeaten) && stop_unbeaten) {
-        unbeaten = true;  // the caller needs no more
-        return true;
+        if ((stop_unbeaten || classify) && store(true)) {
+          if (classify) outer_beaten[oi] = 1;
+          continue;
+        }
+        // Then the ranks the free levels still iterate, every order of them (one loop per rank:
+        // splitting a rank's loop over two levels can only lengthen the runs that count, see
+        // above); the cheapest and the fastest order may differ, each is a bound on its own.
+        std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
+        std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
+        int n = 0;
+        uint32_t free_ranks = 0;
+        for (int r = 0; r < R; ++r)
+          if (o.temporal[r] > 1) ++n, free_ranks |= 1u << r;
+        for (const std::array<int8_t, kMaxRanks>& order : minimal_orders(free_ranks)) {
+          for (int t = 0; t < T; ++t) {
+            double run = 1;
+            mult[t] = 1;
+            for (int i = 0; i < n; ++i) {
+              run *= static_cast<double>(o.temporal[order[i]]);
+              if (p.tensors[t].relevant_ranks >> order[i] & 1) mult[t] = run;
+            }
+          }
+          cost_with();
+        }
+        if (classify) {
+          outer_beaten[oi] = store(true);
+          continue;
+        }
+        if (!store(stop_unbeaten) && stop_unbeaten) {
+          unbeaten = true;  // the caller needs no more
+          return true;
+        }
       }
     }
     return true;
@@ -1351,7 +1367,10 @@ struct TileWorker::State {
   // classify_fanouts: whether the sink beats every bound of each outer fan-out (outer_beaten).
   bool classify = false;
   std::vector<uint8_t> outer_beaten;
-  std::vector<uint8_t> outer_keep_beaten;  // per (fan-out, kept set at b): outer index x kept sets + k
+  std::vector<uint8_t> outer_keep_beaten;  // per bound (classify): whether the sink beats it
+  // Bounds per kept set of level d as well (the row classification of complete, check_bounds).
+  bool per_keep_d = false;
+  std::vector<TensorMask> bound_keeps_d;
 
   // Whether every completion of chosen[0..d) is beaten by what the sink holds (bounds above).
   bool completions_beaten(int d, const std::array<int64_t, kMaxRanks>& rem) {
@@ -1373,28 +1392,66 @@ struct TileWorker::State {
   // false if no bound was made. `all_beaten`: every completion is beaten.
   bool classify_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem, bool& all_beaten) {
     classify = true;
+    const int64_t tried = s->keep_rows.load(std::memory_order_relaxed);
+    per_keep_d = tried < kKeepTrial || s->keep_hits.load(std::memory_order_relaxed) > 0;
     const bool made = completion_bounds(d, rem);
     classify = false;
+    per_keep_d = false;
     if (!made) return false;
     fanout_dead.clear();
+    keep_dead.clear();
     all_beaten = true;
     const std::vector<OuterFanout>& outer = *outer_last;
-    for (size_t oi = 0; oi < outer.size(); ++oi) {
-      fanout_dead.emplace_back(outer[oi].at_d, outer_beaten[oi] != 0);
-      all_beaten = all_beaten && outer_beaten[oi];
+    for (size_t j = 0; j < bounds.size(); ++j) {
+      const OuterFanout& o = outer[j % outer.size()];
+      const bool beaten = outer_keep_beaten[j] != 0;
+      all_beaten = all_beaten && beaten;
+      fanout_dead.emplace_back(o.at_d, beaten);
+      if (bounds[j].by_keep_d) keep_dead.push_back({{o.at_d, bounds[j].kept_d}, beaten});
     }
-    std::sort(fanout_dead.begin(), fanout_dead.end());
-    size_t m = 0;  // one entry per key, beaten only if all its fan-outs are
-    for (size_t i = 0; i < fanout_dead.size(); ++i) {
-      if (m > 0 && fanout_dead[m - 1].first == fanout_dead[i].first)
-        fanout_dead[m - 1].second = fanout_dead[m - 1].second && fanout_dead[i].second;
-      else
-        fanout_dead[m++] = fanout_dead[i];
+    // One entry per key, beaten only if all its bounds are; only the beaten stay.
+    auto merge = [](auto& v) {
+      std::sort(v.begin(), v.end());
+      size_t m = 0;
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (m > 0 && v[m - 1].first == v[i].first)
+          v[m - 1].second = v[m - 1].second && v[i].second;
+        else
+          v[m++] = v[i];
+      }
+      v.resize(m);
+      std::erase_if(v, [](const auto& e) { return !e.second; });
+    };
+    merge(fanout_dead);
+    merge(keep_dead);
+    // A row counts as a trial once the front beats any of its bounds (before that, nothing can
+    // tell whether kept sets would be).
+    if (!bounds.empty() && bounds.front().by_keep_d &&
+        std::find(outer_keep_beaten.begin(), outer_keep_beaten.end(), uint8_t{1}) != outer_keep_beaten.end()) {
+      s->keep_rows.fetch_add(1, std::memory_order_relaxed);
+      if (!keep_dead.empty()) s->keep_hits.fetch_add(1, std::memory_order_relaxed);
     }
-    fanout_dead.resize(m);
-    std::erase_if(fanout_dead, [](const std::pair<FanoutKey, bool>& e) { return !e.second; });  // only the beaten
     return true;
   }
+  static constexpr int64_t kKeepTrial = 8;  // rows classified per kept set before giving up on it
+  // Level d's (spatial factors, kept set) after classify_fanouts whose every completion is
+  // beaten: a choice keeping one set at d is bounded apart from those keeping another (what d
+  // keeps decides which levels serve each tensor), so beaten kept sets are skipped before any of
+  // their temporal factors is enumerated.
+  std::vector<std::pair<std::pair<FanoutKey, TensorMask>, bool>> keep_dead;
+  bool keep_beaten(const LevelChoice& ch, TensorMask keep) const {
+    std::pair<FanoutKey, TensorMask> k;
+    k.first.fill(1);
+    for (int r = 0; r < s->R; ++r) {
+      k.first[static_cast<size_t>(r)] = ch.x[r];
+      k.first[static_cast<size_t>(kMaxRanks + r)] = ch.y[r];
+    }
+    k.second = keep;
+    const auto it = std::lower_bound(keep_dead.begin(), keep_dead.end(), k,
+                                     [](const auto& a, const auto& b) { return a.first < b; });
+    return it != keep_dead.end() && it->first == k;
+  }
+
   // The top level's choices (spatial factors, what it keeps) whose every completion is beaten,
   // sorted; descend skips them at level `top_filter`. Fused with b the top, the bounds are per
   // kept set of b, so a choice is skipped by its fan-out and what it keeps together: GPT-3's
@@ -1413,15 +1470,13 @@ struct TileWorker::State {
     classify = false;
     if (!made) return true;  // no bound: complete everything
     const std::vector<OuterFanout>& outer = *outer_last;
-    const size_t K = outer.empty() ? 0 : outer_keep_beaten.size() / outer.size();
     const bool by_keep = !bounds.empty() && bounds.front().by_keep;
     bool all = true;
-    for (size_t oi = 0; oi < outer.size(); ++oi)
-      for (size_t k = 0; k < K; ++k) {
-        const bool beaten = outer_keep_beaten[oi * K + k] != 0;
-        all = all && beaten;
-        top_dead.push_back({{outer[oi].at_d, by_keep ? bounds[k * outer.size() + oi].kept_b : TensorMask{0}}, beaten});
-      }
+    for (size_t j = 0; j < bounds.size(); ++j) {
+      const bool beaten = outer_keep_beaten[j] != 0;
+      all = all && beaten;
+      top_dead.push_back({{outer[j % outer.size()].at_d, by_keep ? bounds[j].kept_b : TensorMask{0}}, beaten});
+    }
     if (all) return false;
     std::sort(top_dead.begin(), top_dead.end());
     size_t m = 0;  // one entry per choice, beaten only if all its fan-outs (and, without kept sets, all of those) are
@@ -1537,6 +1592,10 @@ struct TileWorker::State {
         }
         const std::vector<uint32_t>& codes = codes_of(d, order_classes(d, ranks, below));
         for (TensorMask keep : s->keep_options[d]) {
+          if (d == filter_level && keep_beaten(ch, keep)) {
+            ++owner->fanout_skipped;
+            continue;
+          }
           chosen[d] = ch;
           chosen[d].keep = keep;
           if (!s->admissible(chosen[d], d)) continue;
@@ -1684,7 +1743,7 @@ struct TileWorker::State {
           ++owner->bound_skipped;
           continue;
         }
-        if (!fanout_dead.empty()) filter_level = d;  // else no choice can be skipped by its fan-out
+        if (!fanout_dead.empty() || !keep_dead.empty()) filter_level = d;  // else no choice can be skipped
       }
       extend_level(d, r, 1, true);
       filter_level = -1;
@@ -1731,8 +1790,10 @@ bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size
   // The bounds of chosen[0..d) with `rem` left, against every completion.
   auto check_one = [&](int d, const std::array<int64_t, kMaxRanks>& rem) {
     st.record_relaxed = true;
+    st.per_keep_d = true;  // and per kept set of level d, as complete classifies a row
     const bool made = st.completion_bounds(d, rem);
     st.record_relaxed = false;
+    st.per_keep_d = false;
     if (!made) return;
     any = true;
     const std::vector<State::OuterFanout> outer = *st.outer_last;
@@ -1776,9 +1837,11 @@ bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size
         for (int t = 0; t < s.T && same; ++t) same = q.irr[t] == o.irr[t] && q.mc[t] == o.mc[t];
         for (int l = d; l < s.L && same; ++l) same = q.inst[l] == o.inst[l];
         if (!same) continue;
-        // Bounds come per kept set at b (if any), each with one per fan-out in `outer` order.
+        // Bounds come per kept set at b and at d (if any), each with one per fan-out in `outer` order.
         for (size_t j = k; j < bounds.size(); j += outer.size())
-          if (!bounds[j].by_keep || bounds[j].kept_b == (*cand.keep)[s.spec_.backing_level]) return static_cast<int>(j);
+          if ((!bounds[j].by_keep || bounds[j].kept_b == (*cand.keep)[s.spec_.backing_level]) &&
+              (!bounds[j].by_keep_d || bounds[j].kept_d == (*cand.keep)[d]))
+            return static_cast<int>(j);
       }
       return -1;
     };

@@ -164,6 +164,10 @@ class TileSearch {
   // (decided elsewhere), and output fills counted before the first-update discount, so that every
   // count is a product of an inner and an outer part (lane_batch.cpp, "Partial pruning").
   EvalPlan relaxed_;
+  // Rows classified per kept set of the level below the top (TileWorker::complete), and how many
+  // of them had a kept set beaten: that classification costs a bound per kept set, so a search
+  // whose first rows never gain from it stops making it (exact either way).
+  mutable std::atomic<int64_t> keep_rows{0}, keep_hits{0};
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
   std::atomic<int64_t>* budget_;
