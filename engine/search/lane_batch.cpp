@@ -1134,8 +1134,7 @@ struct TileWorker::State {
         const PlanTensor& pt = p.tensors[t];
         const bool out = t == p.output;
         PerTensor& q = pt_[t];
-        q = PerTensor{};
-        q.forced = by_d && (kd >> t & 1);
+          q.forced = by_d && (kd >> t & 1);
         int innermost_own = -1;
         for (int r = 0; r < R; ++r)
           if ((pt.relevant_ranks >> r & 1) && rem[r] > 1) innermost_own = r;

@@ -153,6 +153,16 @@ TEST_CASE("ffm distributed: slices of the (Einsum, context) list, serialised and
           CHECK(joined.pmappings[i].pmappings[k][j].mapping == whole.pmappings[i].pmappings[k][j].mapping);
       }
     }
+    // A slice made for another context list (another version's, from an old journal) is refused,
+    // not matched to the wrong contexts by index.
+    {
+      auto other = contexts;
+      other[0].pop_back();
+      CHECK_THROWS_WITH(merge_pmapping_slices(w, c, other, parts), doctest::Contains("another context list"));
+      other = contexts;
+      std::swap(other[0].front(), other[0].back());
+      CHECK_THROWS_WITH(merge_pmapping_slices(w, c, other, parts), doctest::Contains("another context list"));
+    }
     // A missing slice is reported, not silently joined.
     if (slices > 1) {
       parts.pop_back();

@@ -18,8 +18,24 @@ std::vector<std::vector<PmappingContext>> matchable_contexts(const Workload& w, 
   return contexts;
 }
 
+namespace {
+
+// FNV-1a over an Einsum's context list (tiling and compatibilities, in order): a slice records
+// it, so that slices made from another context list (another version of mapfuse, whose contexts
+// differ, resumed from an old journal) are refused instead of being matched to the wrong
+// contexts by index.
+uint64_t contexts_fingerprint(const Einsum& e, const std::vector<PmappingContext>& contexts) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : generation_key(e, contexts)) h = (h ^ ch) * 1099511628211ull;
+  for (const PmappingContext& ctx : contexts)
+    for (const TensorCompat& tc : ctx.compat) h = hash_value(tc, h);
+  return h;
+}
+
+}  // namespace
+
 // Format, one record per line:
-//   slice <einsum> <slice> <slices> <evaluated> <capacity_pruned> <lane_calls>
+//   slice <einsum> <slice> <slices> <evaluated> <capacity_pruned> <lane_calls> <contexts> <fingerprint>
 //   context <k> <count>
 //   p <energy %a> <cycles %a> <own per level...> | <mapping text>
 std::string generate_pmapping_slice(const Workload& w, const Core& c, const FfmOptions& o,
@@ -33,7 +49,9 @@ std::string generate_pmapping_slice(const Workload& w, const Core& c, const FfmO
   for (size_t k = 0; k < contexts[einsum].size(); ++k)
     if (static_cast<int>(cls[k] % static_cast<size_t>(slices)) == slice) mine.push_back(contexts[einsum][k]), index.push_back(static_cast<int>(k));
   const EinsumPmappings pm = generate_pmappings(w, einsum, c, o.pmappings, mine);
-  std::string out = fmt::format("slice {} {} {} {} {} {}\n", einsum, slice, slices, pm.evaluated, pm.capacity_pruned, pm.lane_calls);
+  std::string out = fmt::format("slice {} {} {} {} {} {} {} {:x}\n", einsum, slice, slices, pm.evaluated,
+                                pm.capacity_pruned, pm.lane_calls, contexts[einsum].size(),
+                                contexts_fingerprint(w.einsums[einsum], contexts[einsum]));
   const int L = static_cast<int>(c.levels.size());
   for (size_t j = 0; j < pm.contexts.size(); ++j) {
     out += fmt::format("context {} {}\n", index[j], pm.pmappings[j].size());
@@ -51,6 +69,8 @@ std::vector<EinsumPmappings> merge_pmapping_slices(const Workload& w, const Core
                                                    std::vector<std::vector<PmappingContext>> contexts,
                                                    const std::vector<std::string>& slices) {
   const int E = static_cast<int>(w.einsums.size()), L = static_cast<int>(c.levels.size());
+  std::vector<uint64_t> fingerprint(static_cast<size_t>(E));
+  for (int i = 0; i < E; ++i) fingerprint[static_cast<size_t>(i)] = contexts_fingerprint(w.einsums[i], contexts[i]);
   std::vector<EinsumPmappings> pm(E);
   std::vector<std::vector<uint8_t>> seen(E);
   for (int i = 0; i < E; ++i) {
@@ -70,8 +90,16 @@ std::vector<EinsumPmappings> merge_pmapping_slices(const Workload& w, const Core
       if (tag == "slice") {
         int s = 0, n = 0;
         int64_t evaluated = 0, pruned = 0, calls = 0;
+        size_t count = 0;
+        std::string fp;
         ls >> einsum >> s >> n >> evaluated >> pruned >> calls;
         if (!ls || einsum < 0 || einsum >= E) throw std::runtime_error("pmapping slice: bad header '" + line + "'");
+        ls >> count >> fp;  // absent before the fingerprint was recorded: another version
+        if (!ls || count != pm[einsum].contexts.size() || fp != fmt::format("{:x}", fingerprint[static_cast<size_t>(einsum)]))
+          throw std::runtime_error(fmt::format(
+              "pmapping slice of Einsum '{}' was generated for another context list ({} contexts, here {}; another "
+              "version of mapfuse?): run the study without its old journal",
+              w.einsums[einsum].name, count, pm[einsum].contexts.size()));
         pm[einsum].evaluated += evaluated;
         pm[einsum].capacity_pruned += pruned;
         pm[einsum].lane_calls += calls;
