@@ -336,6 +336,38 @@ struct Support {
 constexpr size_t kPoolWords = size_t{4} << 20;  // 16 MB per worker
 // A level's spatial factors: x per rank, then y per rank (1 = none).
 using FanoutKey = std::array<int64_t, 2 * kMaxRanks>;
+FanoutKey fanout_key(const LevelChoice& ch, int R) {
+  FanoutKey k;
+  k.fill(1);
+  for (int r = 0; r < R; ++r) {
+    k[static_cast<size_t>(r)] = ch.x[r];
+    k[static_cast<size_t>(kMaxRanks + r)] = ch.y[r];
+  }
+  return k;
+}
+// A level's choice as the bounds classify it: spatial factors and kept tensors.
+using ChoiceKey = std::pair<FanoutKey, TensorMask>;
+
+// Bounds classified per key (several bounds may share one): one entry per key, beaten only if
+// every bound of the key is, and only the beaten keys stay, sorted for in_beaten.
+template <class Key>
+void only_beaten(std::vector<std::pair<Key, bool>>& v) {
+  std::sort(v.begin(), v.end());
+  size_t m = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (m > 0 && v[m - 1].first == v[i].first)
+      v[m - 1].second = v[m - 1].second && v[i].second;
+    else
+      v[m++] = v[i];
+  }
+  v.resize(m);
+  std::erase_if(v, [](const std::pair<Key, bool>& e) { return !e.second; });
+}
+template <class Key>
+bool in_beaten(const std::vector<std::pair<Key, bool>>& v, const Key& k) {
+  const auto it = std::lower_bound(v.begin(), v.end(), k, [](const std::pair<Key, bool>& a, const Key& b) { return a.first < b; });
+  return it != v.end() && it->first == k;
+}
 
 }  // namespace
 
@@ -1408,21 +1440,8 @@ struct TileWorker::State {
       fanout_dead.emplace_back(o.at_d, beaten);
       if (bounds[j].by_keep_d) keep_dead.push_back({{o.at_d, bounds[j].kept_d}, beaten});
     }
-    // One entry per key, beaten only if all its bounds are; only the beaten stay.
-    auto merge = [](auto& v) {
-      std::sort(v.begin(), v.end());
-      size_t m = 0;
-      for (size_t i = 0; i < v.size(); ++i) {
-        if (m > 0 && v[m - 1].first == v[i].first)
-          v[m - 1].second = v[m - 1].second && v[i].second;
-        else
-          v[m++] = v[i];
-      }
-      v.resize(m);
-      std::erase_if(v, [](const auto& e) { return !e.second; });
-    };
-    merge(fanout_dead);
-    merge(keep_dead);
+    only_beaten(fanout_dead);
+    only_beaten(keep_dead);
     // A row counts as a trial once the front beats any of its bounds (before that, nothing can
     // tell whether kept sets would be).
     if (!bounds.empty() && bounds.front().by_keep_d &&
@@ -1437,18 +1456,9 @@ struct TileWorker::State {
   // beaten: a choice keeping one set at d is bounded apart from those keeping another (what d
   // keeps decides which levels serve each tensor), so beaten kept sets are skipped before any of
   // their temporal factors is enumerated.
-  std::vector<std::pair<std::pair<FanoutKey, TensorMask>, bool>> keep_dead;
+  std::vector<std::pair<ChoiceKey, bool>> keep_dead;
   bool keep_beaten(const LevelChoice& ch, TensorMask keep) const {
-    std::pair<FanoutKey, TensorMask> k;
-    k.first.fill(1);
-    for (int r = 0; r < s->R; ++r) {
-      k.first[static_cast<size_t>(r)] = ch.x[r];
-      k.first[static_cast<size_t>(kMaxRanks + r)] = ch.y[r];
-    }
-    k.second = keep;
-    const auto it = std::lower_bound(keep_dead.begin(), keep_dead.end(), k,
-                                     [](const auto& a, const auto& b) { return a.first < b; });
-    return it != keep_dead.end() && it->first == k;
+    return in_beaten(keep_dead, ChoiceKey{fanout_key(ch, s->R), keep});
   }
 
   // The top level's choices (spatial factors, what it keeps) whose every completion is beaten,
@@ -1456,8 +1466,7 @@ struct TileWorker::State {
   // kept set of b, so a choice is skipped by its fan-out and what it keeps together: GPT-3's
   // projections complete 39 top-level choices per choice of the level below on average, of which
   // few can reach the front.
-  using TopKey = std::pair<FanoutKey, TensorMask>;
-  std::vector<std::pair<TopKey, bool>> top_dead;
+  std::vector<std::pair<ChoiceKey, bool>> top_dead;
   int top_filter = -1;
 
   // Bounds chosen[0..top) at the top level: false if every completion is beaten; else the
@@ -1477,31 +1486,13 @@ struct TileWorker::State {
       top_dead.push_back({{outer[j % outer.size()].at_d, by_keep ? bounds[j].kept_b : TensorMask{0}}, beaten});
     }
     if (all) return false;
-    std::sort(top_dead.begin(), top_dead.end());
-    size_t m = 0;  // one entry per choice, beaten only if all its fan-outs (and, without kept sets, all of those) are
-    for (size_t i = 0; i < top_dead.size(); ++i) {
-      if (m > 0 && top_dead[m - 1].first == top_dead[i].first)
-        top_dead[m - 1].second = top_dead[m - 1].second && top_dead[i].second;
-      else
-        top_dead[m++] = top_dead[i];
-    }
-    top_dead.resize(m);
-    std::erase_if(top_dead, [](const std::pair<TopKey, bool>& e) { return !e.second; });
+    only_beaten(top_dead);  // without kept sets at b, a choice is beaten only if all its sets are
     top_by_keep = by_keep;
     return true;
   }
   bool top_by_keep = false;
   bool top_beaten(const LevelChoice& ch, TensorMask keep) const {
-    TopKey k;
-    k.first.fill(1);
-    for (int r = 0; r < s->R; ++r) {
-      k.first[static_cast<size_t>(r)] = ch.x[r];
-      k.first[static_cast<size_t>(kMaxRanks + r)] = ch.y[r];
-    }
-    k.second = top_by_keep ? keep : TensorMask{0};
-    const auto it = std::lower_bound(top_dead.begin(), top_dead.end(), k,
-                                     [](const std::pair<TopKey, bool>& a, const TopKey& b) { return a.first < b; });
-    return it != top_dead.end() && it->first == k;
+    return in_beaten(top_dead, ChoiceKey{fanout_key(ch, s->R), top_by_keep ? keep : TensorMask{0}});
   }
 
   // Completes chosen[0..top) (d = top): skipped if every completion is beaten, else the top
@@ -1516,17 +1507,7 @@ struct TileWorker::State {
     top_filter = -1;
   }
 
-  bool fanout_beaten(const LevelChoice& ch) const {
-    FanoutKey k;
-    k.fill(1);
-    for (int r = 0; r < s->R; ++r) {
-      k[static_cast<size_t>(r)] = ch.x[r];
-      k[static_cast<size_t>(kMaxRanks + r)] = ch.y[r];
-    }
-    const auto it = std::lower_bound(fanout_dead.begin(), fanout_dead.end(), k,
-                                     [](const std::pair<FanoutKey, bool>& a, const FanoutKey& b) { return a.first < b; });
-    return it != fanout_dead.end() && it->first == k;
-  }
+  bool fanout_beaten(const LevelChoice& ch) const { return in_beaten(fanout_dead, fanout_key(ch, s->R)); }
 
   std::vector<double> comps;  // per stored partial choice of the next level, `D` each
   std::vector<uint8_t> alive;
