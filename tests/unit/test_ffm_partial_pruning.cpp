@@ -13,6 +13,8 @@
 
 #include "engine/cost/fused.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/search/ffm/pmapping_io.hpp"
+#include "engine/workload/load.hpp"
 #include "engine/search/lane_batch.hpp"
 #include "ffm_criteria.hpp"
 #include "test_support.hpp"
@@ -139,6 +141,51 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
   CHECK(n.with < n.without);
   CHECK(n.merged < n.without);
   CHECK(n.compared_all < n.with);  // comparing the level below the top drops choices too
+}
+
+// The whole GPT-3 layer at its smallest size on the preset of the paper's headline case: the
+// vector unit's Einsums (the copy of I, the softmax), the five-rank projections and the attention
+// matmuls, each with its unfused context and fused ones spread over its list. Every front with
+// partial pruning, completion bounds and their classifications (per fan-out, per kept set of the
+// level below the top and of the top) equals the front without partial pruning, where no choice
+// is bounded.
+TEST_CASE("ffm: GPT-3's Einsums on accelforge_tpu_v4i keep every pmapping front exactly under the completion bounds") {
+  ZooParams zp;
+  zp.batch = 1;
+  zp.tokens = 16;
+  const Workload w = load_workload("gpt3_6.7b", zp);
+  const Core& c = test::preset_core("accelforge_tpu_v4i");
+  const auto contexts = matchable_contexts(w, c, {});
+  int64_t with = 0, without = 0, skipped = 0, fronts = 0;
+  for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
+    if (w.einsums[i].name == "Q") continue;  // K again
+    const auto& all = contexts[static_cast<size_t>(i)];
+    std::vector<PmappingContext> ctx;
+    // The unfused context first, then fused ones spread over the list; not the unfused context of
+    // the d_model x d_model projections (28 M tile mappings each without bounds, 8 s; the
+    // five-rank chain above covers that shape).
+    const bool big = w.einsums[i].name == "V" || w.einsums[i].name == "K" || w.einsums[i].name == "Z";
+    const size_t step = std::max<size_t>(1, all.size() / 5);
+    for (size_t k = big ? step : 0; k < all.size(); k += step) ctx.push_back(all[k]);
+    PmappingOptions on, off;
+    off.prune_partial = false;
+    const EinsumPmappings a = generate_pmappings(w, i, c, on, ctx);
+    const EinsumPmappings b = generate_pmappings(w, i, c, off, ctx);
+    with += a.evaluated;
+    without += b.evaluated;
+    skipped += a.fanout_skipped;
+    for (size_t k = 0; k < ctx.size(); ++k) {
+      INFO("Einsum " << w.einsums[i].name << " context " << k);
+      const Front y = test::pmapping_criteria(b.pmappings[k], c, ctx[k]);
+      CHECK(test::pmapping_criteria(a.pmappings[k], c, ctx[k]) == y);
+      fronts += !y.empty();
+    }
+  }
+  MESSAGE("GPT-3 batch 1 / 16 tokens: " << fronts << " fronts; evaluated " << with << " with the bounds, " << without
+                                        << " without; " << skipped << " choices skipped by their classification");
+  CHECK(fronts >= 40);
+  CHECK(skipped > 0);
+  CHECK(with * 20 < without);
 }
 
 // The lower bounds complete() skips rows with (TileWorker::check_bounds): every completion a
