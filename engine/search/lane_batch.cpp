@@ -1222,7 +1222,7 @@ struct TileWorker::State {
       // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
       // not index: mult below). Each term of the cost only falls with these, so no completion
       // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
-      const bool relaxed_first = (stop_unbeaten || record_relaxed) && outer.size() > 1;
+      const bool relaxed_first = (stop_unbeaten || record_relaxed || classify_relaxed) && outer.size() > 1;
       OuterFanout sup;
       if (relaxed_first) {
         sup = outer[0];
@@ -1337,13 +1337,16 @@ struct TileWorker::State {
               if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(rem[r]);
           }
           cost_with();
-          bool all = stop_unbeaten;
+          bool all = stop_unbeaten || classify_relaxed;
           for (size_t k = 0; k < K; ++k) {
             relaxed_energy.push_back(best[k] * (1 - 1e-12));
             relaxed_cycles.push_back(fastest[k]);
             if (all) all = sink->beaten(relaxed_energy.back(), fastest[k], b, own[k]);
           }
-          if (all) return true;  // every completion is beaten (bounds not filled: not needed)
+          if (all) {  // every completion is beaten (bounds not filled: not needed)
+            relaxed_beaten = true;
+            return true;
+          }
           continue;
         }
         // First every tensor at its own fewest iterations (its ranks innermost), a bound for any
@@ -1397,6 +1400,9 @@ struct TileWorker::State {
   std::vector<double> relaxed_energy, relaxed_cycles;
   // classify_fanouts: whether the sink beats every bound of each outer fan-out (outer_beaten).
   bool classify = false;
+  // classify_top: the bound for all fan-outs at once first; relaxed_beaten when it is beaten
+  // (then nothing else is made).
+  bool classify_relaxed = false, relaxed_beaten = false;
   std::vector<uint8_t> outer_beaten;
   std::vector<uint8_t> outer_keep_beaten;  // per bound (classify): whether the sink beats it
   // Bounds per kept set of level d as well (the row classification of complete, check_bounds).
@@ -1473,10 +1479,12 @@ struct TileWorker::State {
   // beaten top-level choices go to top_dead.
   bool classify_top(int d, const std::array<int64_t, kMaxRanks>& rem) {
     top_dead.clear();
-    classify = true;
+    classify = classify_relaxed = true;
+    relaxed_beaten = false;
     const bool made = completion_bounds(d, rem);
-    classify = false;
+    classify = classify_relaxed = false;
     if (!made) return true;  // no bound: complete everything
+    if (relaxed_beaten) return false;
     const std::vector<OuterFanout>& outer = *outer_last;
     const bool by_keep = !bounds.empty() && bounds.front().by_keep;
     bool all = true;
@@ -1498,7 +1506,7 @@ struct TileWorker::State {
   // Completes chosen[0..top) (d = top): skipped if every completion is beaten, else the top
   // level's beaten choices are skipped.
   void complete_top(int d, const std::array<int64_t, kMaxRanks>& rem) {
-    if (completions_beaten(d, rem) || !classify_top(d, rem)) {
+    if (!classify_top(d, rem)) {
       ++owner->bound_skipped;
       return;
     }
