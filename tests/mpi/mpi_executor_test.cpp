@@ -1,6 +1,7 @@
 // The MPI executor on a deterministic pure function over 200 units (issue 3).
 //
 //   mpirun --oversubscribe -np N mapfuse_mpi_executor_test [--units 200] [--threads 2] [--stop-after K]
+//          [--unit-ms T]
 //
 // stdout (rank 0 only): one line per result sorted by unit id, then "checksum=<hex> units=<n>
 // failed=<n>"; identical for every N. stderr (rank 0): a summary line with the number of units
@@ -8,10 +9,15 @@
 // broken promise (a unit lost or delivered twice, a result computed on rank 0 under N > 1, ...).
 // With --stop-after K rank 0 sends itself SIGTERM from the sink after K results (StopSignals turns
 // it into the stop flag): the run must report an interruption, deliver every unit it started and
-// start no more. With --sink-throws-after K the sink throws after K results: run_mpi must stop the
+// start no more; --unit-ms makes every unit take at least T ms, so that the workers cannot finish
+// every unit before rank 0 has delivered K results even when ctest's other jobs keep rank 0 off
+// the CPU (on one rank the workers are threads beside it; with 200 units of microseconds they
+// sometimes all finished first, and nothing was left to stop). With --sink-throws-after K the sink throws after K results: run_mpi must stop the
 // workers cleanly and rethrow on rank 0 ("sink error propagated").
 #include <atomic>
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <memory>
 #include <cinttypes>
 #include <cstdio>
@@ -30,6 +36,7 @@ using namespace mapfuse;
 namespace {
 
 std::atomic<int> g_calls{0};  // unit-function calls in this process
+int g_unit_ms = 0;            // --unit-ms
 
 uint64_t fnv(const std::string& s, uint64_t h = 14695981039346656037ull) {
   for (unsigned char c : s) {
@@ -41,6 +48,7 @@ uint64_t fnv(const std::string& s, uint64_t h = 14695981039346656037ull) {
 
 UnitResult compute(const WorkUnit& u) {
   ++g_calls;
+  if (g_unit_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(g_unit_ms));
   const int i = std::stoi(u.payload.substr(5));  // payload: {"i":<i>,...}
   if (i % 37 == 5) throw std::runtime_error("unit " + std::to_string(i) + " has no valid mapping");
   uint64_t h = fnv(u.payload);
@@ -71,6 +79,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[a], "--threads")) threads = std::atoi(argv[a + 1]);
     else if (!std::strcmp(argv[a], "--stop-after")) stop_after = std::atoi(argv[a + 1]);
     else if (!std::strcmp(argv[a], "--sink-throws-after")) throw_after = std::atoi(argv[a + 1]);
+    else if (!std::strcmp(argv[a], "--unit-ms")) g_unit_ms = std::atoi(argv[a + 1]);
   }
 
   // Every rank builds the units (a partitioner is a pure function); only rank 0's are used.
