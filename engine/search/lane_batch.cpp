@@ -1430,7 +1430,7 @@ struct TileWorker::State {
   bool classify_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem, bool& all_beaten) {
     classify = true;
     const int64_t tried = s->keep_rows.load(std::memory_order_relaxed);
-    per_keep_d = tried < kKeepTrial || s->keep_hits.load(std::memory_order_relaxed) > 0;
+    per_keep_d = force_keep_d || tried < kKeepTrial || s->keep_hits.load(std::memory_order_relaxed) > 0;
     const bool made = completion_bounds(d, rem);
     classify = false;
     per_keep_d = false;
@@ -1458,6 +1458,7 @@ struct TileWorker::State {
     return true;
   }
   static constexpr int64_t kKeepTrial = 8;  // rows classified per kept set before giving up on it
+  bool force_keep_d = false;                // check_classification: always per kept set
   // Level d's (spatial factors, kept set) after classify_fanouts whose every completion is
   // beaten: a choice keeping one set at d is bounded apart from those keeping another (what d
   // keeps decides which levels serve each tensor), so beaten kept sets are skipped before any of
@@ -1858,6 +1859,93 @@ bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size
         for (uint32_t code : codes) {
           st.fixed_code[d0] = code;
           check_one(d0 + 1, rest);
+        }
+      }
+    }
+  }
+  st.fixed_levels = 0;
+  st.sink = nullptr;
+  st.s = nullptr;
+  return any;
+}
+
+namespace {
+
+// check_classification: a front of one point at `threshold` pJ (and no time, no words).
+struct ThresholdSink final : TileSink {
+  double threshold = 0;
+  std::function<void(const TileCandidate&, const CompactCost&)> each;
+  void consume(const TileCandidate& cand, const CompactCost& cost) override {
+    if (cost.invalid != Invalid::None && cost.invalid != Invalid::CapacityExceeded) return;
+    each(cand, cost);
+  }
+  bool beaten(double energy_pj, double /*cycles*/, int /*level*/, int64_t /*words*/) override {
+    return energy_pj > threshold;
+  }
+};
+
+}  // namespace
+
+bool TileWorker::check_classification(const TileSearch& s, const PartialChoices& p, size_t i, double threshold,
+                                      const ClassCheck& check, bool level_more) {
+  State& st = *st_;
+  ThresholdSink sink;
+  sink.threshold = threshold;
+  st.bind(s, &sink);
+  st.pstride = p.stride;
+  const int d0 = p.levels;
+  std::array<int64_t, kMaxRanks> rem0{};
+  st.load(p.rows.data() + i * p.stride, d0, rem0);
+  bool any = false;
+  // Classifies chosen[0..d) as complete() does (the top level's choices when `top`), then
+  // completes it with nothing skipped and reports each lane with the verdict for its choice of
+  // level d.
+  auto run = [&](int d, const std::array<int64_t, kMaxRanks>& rem, bool top) {
+    bool all = false;
+    if (top) {
+      all = !st.classify_top(d, rem);
+    } else {
+      st.force_keep_d = true;
+      const bool made = st.classify_fanouts(d, rem, all);
+      st.force_keep_d = false;
+      if (!made) return;
+    }
+    any = true;
+    sink.each = [&](const TileCandidate& cand, const CompactCost& cost) {
+      LevelChoice ch;
+      for (int r = 0; r < s.R; ++r) {
+        ch.x[r] = cand.factor(d, LoopKind::SpatialX, r);
+        ch.y[r] = cand.factor(d, LoopKind::SpatialY, r);
+      }
+      const TensorMask keep = (*cand.keep)[d];
+      const bool skipped = all || (top ? st.top_beaten(ch, keep) : st.fanout_beaten(ch) || st.keep_beaten(ch, keep));
+      check(cost, skipped);
+    };
+    st.fixed_levels = d;
+    st.descend(d, rem);
+    st.flush_all();
+  };
+  if (!level_more) {
+    run(d0, rem0, false);
+  } else if (d0 + 1 == s.top) {  // every choice of level d0, as extend_level makes them
+    std::vector<LevelChoice> choices;
+    s.level_choices(d0, rem0, choices);
+    uint32_t below = 0;
+    for (int l = 0; l < d0; ++l) below |= st.chosen[l].keep;
+    for (const LevelChoice& ch : choices) {
+      std::array<int64_t, kMaxRanks> rest = rem0;
+      for (int r = 0; r < s.R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+      std::vector<int> ranks;
+      for (int r = 0; r < s.R; ++r)
+        if (ch.t[r] > 1) ranks.push_back(r);
+      const std::vector<uint32_t> codes = st.codes_of(d0, st.order_classes(d0, ranks, below));
+      for (TensorMask keep : s.keep_options[d0]) {
+        st.chosen[d0] = ch;
+        st.chosen[d0].keep = keep;
+        if (!s.admissible(st.chosen[d0], d0) || !s.fits(st.chosen.data(), d0)) continue;
+        for (uint32_t code : codes) {
+          st.fixed_code[d0] = code;
+          run(d0 + 1, rest, true);
         }
       }
     }

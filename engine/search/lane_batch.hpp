@@ -212,6 +212,15 @@ class TileWorker {
   using BoundCheck = std::function<void(const CompactCost& cost, double energy_lb, double cycles_lb)>;
   bool check_bounds(const TileSearch& s, const PartialChoices& p, size_t i, const BoundCheck& check,
                     bool level_more = false);
+  // Testing how complete() classifies (which choices it skips by their fan-out and kept set):
+  // row `i` is classified against a front holding one point of `threshold` pJ (it beats every
+  // bound above that), then completed with nothing skipped; `check` gets every lane the sink
+  // would consider with whether the classification skips it (a skipped one must cost more than
+  // the threshold). `level_more`: the top level's classification of every choice of the row's
+  // next level instead. False if nothing was classified.
+  using ClassCheck = std::function<void(const CompactCost& cost, bool skipped)>;
+  bool check_classification(const TileSearch& s, const PartialChoices& p, size_t i, double threshold,
+                            const ClassCheck& check, bool level_more = false);
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
   int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped

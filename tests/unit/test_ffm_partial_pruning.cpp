@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <tuple>
 
 #include "engine/cost/fused.hpp"
@@ -240,4 +241,65 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
                 << " rows' best completion within 1 % of the bound");
   CHECK(lanes > 100000);
   CHECK(tight > 0);  // the bounds are not vacuous
+}
+
+// How complete() classifies choices by their fan-out and kept set (of the level below the top,
+// and of the top): against a front of one point at a threshold (the median energy of the row's
+// completions), every completion whose choice the classification skips must cost more than the
+// threshold. Checks the bookkeeping from bounds to skipped choices, which the front comparisons
+// above cannot see where a wrongly skipped choice happens to be dominated anyway.
+TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only completions the front beats") {
+  const Workload chain = test::matmul_chain(16, {{8, 8}, {16, 8}});
+  const Workload five = five_rank_chain();
+  ZooParams zp;
+  zp.batch = 1;
+  zp.tokens = 64;
+  const Workload gpt3 = load_workload("gpt3_6.7b", zp);
+  int64_t lanes = 0, skipped = 0, rows = 0;
+  auto check_search = [&](const Einsum& e, const Core& c, const PmappingContext& ctx) {
+    const Einsum tile = tile_einsum(e, ctx.shared);
+    Mapspace space;
+    TileSearchSpec spec;
+    spec.top = ctx.top_level;
+    spec.backing_level = ctx.fused.backing_level;
+    spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
+    spec.merge_supports = true;
+    spec.prune_partial = true;
+    spec.merge_passthrough = true;
+    const TileSearch s(tile, core_for(c, e), space, spec);
+    if (!s.partial_pruning()) return;
+    TileWorker worker;
+    PartialChoices p;
+    worker.prune(s, p);
+    for (size_t r = 0; r < p.size(); ++r)
+      for (bool level_more : {false, true}) {
+        std::vector<double> energies;
+        worker.check_classification(s, p, r, std::numeric_limits<double>::infinity(),
+                                    [&](const CompactCost& cost, bool) { energies.push_back(cost.energy_pj); }, level_more);
+        if (energies.empty()) continue;
+        std::nth_element(energies.begin(), energies.begin() + static_cast<std::ptrdiff_t>(energies.size() / 2), energies.end());
+        const double threshold = energies[energies.size() / 2];
+        rows += worker.check_classification(s, p, r, threshold, [&](const CompactCost& cost, bool skip) {
+          ++lanes;
+          if (!skip) return;
+          ++skipped;
+          CHECK(cost.energy_pj > threshold);
+        }, level_more);
+      }
+  };
+  for (const std::string arch : {"accelforge_tpu_v4i", "accelforge_eyeriss", "gemmini_default", "ffm_edge"}) {
+    const Core& c = test::preset_core(arch);
+    for (const Workload* w : {&chain, &five})
+      for (int i = 0; i < static_cast<int>(w->einsums.size()); ++i)
+        for (const PmappingContext& ctx : make_contexts(*w, i, c, {})) check_search(w->einsums[i], c, ctx);
+  }
+  // The vector unit's Einsums, whose kept sets at the GlobalBuffer decide most of their skips.
+  const Core& tpu = test::preset_core("accelforge_tpu_v4i");
+  for (const char* name : {"I", "QK_softmax"}) {
+    const int i = gpt3.einsum_index(name);
+    check_search(gpt3.einsums[i], tpu, make_contexts(gpt3, i, tpu, {}).front());
+  }
+  MESSAGE(lanes << " completions of " << rows << " classified choices; " << skipped
+                << " skipped by the classification, each above the front's threshold");
+  CHECK(skipped > 1000);
 }
