@@ -1124,7 +1124,6 @@ struct TileWorker::State {
     bounds.clear();
     if (!reference(d, rem)) return false;
     const std::vector<OuterFanout>& outer = outer_fanouts(d, rem);
-    if (classify) outer_beaten.assign(outer.size(), 0);
     if (classify) outer_keep_beaten.clear();
     relaxed_energy.clear();
     relaxed_cycles.clear();
@@ -1151,22 +1150,49 @@ struct TileWorker::State {
     };
     // Per kept set of level d too (per_keep_d, classifying a row): each set is a bound of the
     // completions whose level d keeps exactly it.
-    const bool by_d = per_keep_d && !stop_unbeaten && d < L - 1 && d != b;
+    const bool by_d = per_keep_d && d < L - 1 && d != b;
     std::vector<TensorMask>& kds = bound_keeps_d;
     if (by_d) kds.assign(s->keep_options[d].begin(), s->keep_options[d].end());
     else kds.assign(1, TensorMask{0});
+    auto may_keep = [&](int l, int t) {
+      for (TensorMask m : s->keep_options[l])
+        if (m >> t & 1) return true;
+      return false;
+    };
+    // Scratch reused across calls (this runs once per partial choice completed or skipped).
+    std::vector<TensorMask>& keeps = bound_keeps;
+    if (by_keep) keeps.assign(s->keep_options[b].begin(), s->keep_options[b].end());
+    else keeps.assign(1, TensorMask{0});
+    const size_t K = keeps.size();
+    std::vector<int64_t>& own = bound_own;
+    own.assign(K, 0);
+    for (size_t k = 0; k < K; ++k)
+      for (int t = 0; t < T; ++t)
+        if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
+    std::vector<double> &best = bound_best, &energy = bound_energy, &fastest = bound_fastest;
+    best.resize(K), energy.resize(K), fastest.resize(K);
+    // Classifying the top level's choices (classify_top) with several fan-outs: first one bound for all of them,
+    // every quantity at its most favourable over the fan-outs (most instances and multicast, the
+    // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
+    // not index: mult below). Each term of the cost only falls with these, so no completion
+    // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
+    const bool relaxed_first = (record_relaxed || classify_relaxed) && outer.size() > 1;
+    OuterFanout sup;
+    if (relaxed_first) {
+      sup = outer[0];
+      for (const OuterFanout& o : outer) {
+        sup.used = std::max(sup.used, o.used);
+        for (int t = 0; t < T; ++t) sup.irr[t] = std::max(sup.irr[t], o.irr[t]), sup.mc[t] = std::max(sup.mc[t], o.mc[t]);
+        for (int l = 0; l < L; ++l) sup.inst[l] = std::max(sup.inst[l], o.inst[l]);
+      }
+    }
     for (const TensorMask kd : kds) {
       std::array<PerTensor, kMaxTensors> pt_{};
-      auto may_keep = [&](int l, int t) {
-        for (TensorMask m : s->keep_options[l])
-          if (m >> t & 1) return true;
-        return false;
-      };
       for (int t = 0; t < T; ++t) {
         const PlanTensor& pt = p.tensors[t];
         const bool out = t == p.output;
         PerTensor& q = pt_[t];
-          q.forced = by_d && (kd >> t & 1);
+        q.forced = by_d && (kd >> t & 1);
         int innermost_own = -1;
         for (int r = 0; r < R; ++r)
           if ((pt.relevant_ranks >> r & 1) && rem[r] > 1) innermost_own = r;
@@ -1200,38 +1226,11 @@ struct TileWorker::State {
           q.via = true;
         }
       }
-      // Scratch reused across calls (this runs once per partial choice completed or skipped).
-      std::vector<TensorMask>& keeps = bound_keeps;
-      if (by_keep) keeps.assign(s->keep_options[b].begin(), s->keep_options[b].end());
-      else keeps.assign(1, TensorMask{0});
-      const size_t K = keeps.size();
-      std::vector<int64_t>& own = bound_own;
-      own.assign(K, 0);
-      for (size_t k = 0; k < K; ++k)
-        for (int t = 0; t < T; ++t)
-          if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
-      std::vector<double> &best = bound_best, &energy = bound_energy, &fastest = bound_fastest;
-      best.resize(K), energy.resize(K), fastest.resize(K);
       std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
       const size_t first = bounds.size();
       bounds.resize(first + K * outer.size());
       if (classify) outer_keep_beaten.resize(first + K * outer.size(), 0);
       std::array<double, kMaxTensors> mult{};
-      // Checking only (completions_beaten) with several fan-outs: first one bound for all of them,
-      // every quantity at its most favourable over the fan-outs (most instances and multicast, the
-      // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
-      // not index: mult below). Each term of the cost only falls with these, so no completion
-      // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
-      const bool relaxed_first = (stop_unbeaten || record_relaxed || classify_relaxed) && outer.size() > 1;
-      OuterFanout sup;
-      if (relaxed_first) {
-        sup = outer[0];
-        for (const OuterFanout& o : outer) {
-          sup.used = std::max(sup.used, o.used);
-          for (int t = 0; t < T; ++t) sup.irr[t] = std::max(sup.irr[t], o.irr[t]), sup.mc[t] = std::max(sup.mc[t], o.mc[t]);
-          for (int l = 0; l < L; ++l) sup.inst[l] = std::max(sup.inst[l], o.inst[l]);
-        }
-      }
       for (ptrdiff_t oi_ = relaxed_first ? -1 : 0; oi_ < static_cast<ptrdiff_t>(outer.size()); ++oi_) {
         const size_t oi = static_cast<size_t>(std::max<ptrdiff_t>(oi_, 0));
         const OuterFanout& o = oi_ < 0 ? sup : outer[oi];
@@ -1337,7 +1336,7 @@ struct TileWorker::State {
               if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(rem[r]);
           }
           cost_with();
-          bool all = stop_unbeaten || classify_relaxed;
+          bool all = classify_relaxed;
           for (size_t k = 0; k < K; ++k) {
             relaxed_energy.push_back(best[k] * (1 - 1e-12));
             relaxed_cycles.push_back(fastest[k]);
@@ -1357,10 +1356,7 @@ struct TileWorker::State {
             if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(o.temporal[r]);
         }
         cost_with();
-        if ((stop_unbeaten || classify) && store(true)) {
-          if (classify) outer_beaten[oi] = 1;
-          continue;
-        }
+        if (classify && store(true)) continue;
         // Then the ranks the free levels still iterate, every order of them (one loop per rank:
         // splitting a rank's loop over two levels can only lengthen the runs that count, see
         // above); the cheapest and the fastest order may differ, each is a bound on its own.
@@ -1381,43 +1377,23 @@ struct TileWorker::State {
           }
           cost_with();
         }
-        if (classify) {
-          outer_beaten[oi] = store(true);
-          continue;
-        }
-        if (!store(stop_unbeaten) && stop_unbeaten) {
-          unbeaten = true;  // the caller needs no more
-          return true;
-        }
+        store(classify);
       }
     }
     return true;
   }
-  // completions_beaten: stop at the first bound the sink does not beat.
-  bool stop_unbeaten = false, unbeaten = false;
   // The bound for all fan-outs at once, per kept set (check_bounds tests it: record_relaxed).
   bool record_relaxed = false;
   std::vector<double> relaxed_energy, relaxed_cycles;
-  // classify_fanouts: whether the sink beats every bound of each outer fan-out (outer_beaten).
+  // classify_fanouts, classify_top: whether the sink beats each bound (outer_keep_beaten).
   bool classify = false;
   // classify_top: the bound for all fan-outs at once first; relaxed_beaten when it is beaten
   // (then nothing else is made).
   bool classify_relaxed = false, relaxed_beaten = false;
-  std::vector<uint8_t> outer_beaten;
   std::vector<uint8_t> outer_keep_beaten;  // per bound (classify): whether the sink beats it
   // Bounds per kept set of level d as well (the row classification of complete, check_bounds).
   bool per_keep_d = false;
   std::vector<TensorMask> bound_keeps_d;
-
-  // Whether every completion of chosen[0..d) is beaten by what the sink holds (bounds above).
-  bool completions_beaten(int d, const std::array<int64_t, kMaxRanks>& rem) {
-    stop_unbeaten = true;
-    unbeaten = false;
-    const bool made = completion_bounds(d, rem);
-    stop_unbeaten = false;
-    if (!made || unbeaten) return false;
-    return true;
-  }
 
   // Level d's spatial factors after classify_fanouts whose every completion is beaten (all outer
   // fan-outs that include them), sorted; extend_level skips the choices of level `filter_level`
@@ -1706,6 +1682,34 @@ struct TileWorker::State {
   }
 
 
+  // Testing (check_bounds, check_classification): every choice of level d (kept tensors, order
+  // class) as extend_level makes them, each set in chosen[d] / fixed_code[d] while `fn` runs
+  // with what it leaves of every rank.
+  template <class Fn>
+  void each_choice(int d, const std::array<int64_t, kMaxRanks>& rem, Fn&& fn) {
+    std::vector<LevelChoice> choices;
+    s->level_choices(d, rem, choices);
+    uint32_t below = 0;
+    for (int l = 0; l < d; ++l) below |= chosen[l].keep;
+    for (const LevelChoice& ch : choices) {
+      std::array<int64_t, kMaxRanks> rest = rem;
+      for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+      std::vector<int> ranks;
+      for (int r = 0; r < s->R; ++r)
+        if (ch.t[r] > 1) ranks.push_back(r);
+      const std::vector<uint32_t> codes = codes_of(d, order_classes(d, ranks, below));
+      for (TensorMask keep : s->keep_options[d]) {
+        chosen[d] = ch;
+        chosen[d].keep = keep;
+        if (!s->admissible(chosen[d], d) || !s->fits(chosen.data(), d)) continue;
+        for (uint32_t code : codes) {
+          fixed_code[d] = code;
+          fn(rest);
+        }
+      }
+    }
+  }
+
   // Rows [begin, end) completed one by one. Everything parked so far is evaluated first, so that
   // the front holds the earlier rows' best; then the bounds of each outer fan-out of the row
   // (classify_fanouts). The row is skipped if what the sink holds beats all of them; otherwise
@@ -1838,31 +1842,8 @@ bool TileWorker::check_bounds(const TileSearch& s, const PartialChoices& p, size
     st.descend(d, rem);
     st.flush_all();
   };
-  if (!level_more) {
-    check_one(d0, rem0);
-  } else {  // every choice of level d0 (kept tensors, order class), as extend_level makes them
-    std::vector<LevelChoice> choices;
-    s.level_choices(d0, rem0, choices);
-    uint32_t below = 0;
-    for (int l = 0; l < d0; ++l) below |= st.chosen[l].keep;
-    for (const LevelChoice& ch : choices) {
-      std::array<int64_t, kMaxRanks> rest = rem0;
-      for (int r = 0; r < s.R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-      std::vector<int> ranks;
-      for (int r = 0; r < s.R; ++r)
-        if (ch.t[r] > 1) ranks.push_back(r);
-      const std::vector<uint32_t> codes = st.codes_of(d0, st.order_classes(d0, ranks, below));
-      for (TensorMask keep : s.keep_options[d0]) {
-        st.chosen[d0] = ch;
-        st.chosen[d0].keep = keep;
-        if (!s.admissible(st.chosen[d0], d0) || !s.fits(st.chosen.data(), d0)) continue;
-        for (uint32_t code : codes) {
-          st.fixed_code[d0] = code;
-          check_one(d0 + 1, rest);
-        }
-      }
-    }
-  }
+  if (!level_more) check_one(d0, rem0);
+  else st.each_choice(d0, rem0, [&](const std::array<int64_t, kMaxRanks>& rest) { check_one(d0 + 1, rest); });
   st.fixed_levels = 0;
   st.sink = nullptr;
   st.s = nullptr;
@@ -1925,31 +1906,9 @@ bool TileWorker::check_classification(const TileSearch& s, const PartialChoices&
     st.descend(d, rem);
     st.flush_all();
   };
-  if (!level_more) {
-    run(d0, rem0, false);
-  } else if (d0 + 1 == s.top) {  // every choice of level d0, as extend_level makes them
-    std::vector<LevelChoice> choices;
-    s.level_choices(d0, rem0, choices);
-    uint32_t below = 0;
-    for (int l = 0; l < d0; ++l) below |= st.chosen[l].keep;
-    for (const LevelChoice& ch : choices) {
-      std::array<int64_t, kMaxRanks> rest = rem0;
-      for (int r = 0; r < s.R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-      std::vector<int> ranks;
-      for (int r = 0; r < s.R; ++r)
-        if (ch.t[r] > 1) ranks.push_back(r);
-      const std::vector<uint32_t> codes = st.codes_of(d0, st.order_classes(d0, ranks, below));
-      for (TensorMask keep : s.keep_options[d0]) {
-        st.chosen[d0] = ch;
-        st.chosen[d0].keep = keep;
-        if (!s.admissible(st.chosen[d0], d0) || !s.fits(st.chosen.data(), d0)) continue;
-        for (uint32_t code : codes) {
-          st.fixed_code[d0] = code;
-          run(d0 + 1, rest, true);
-        }
-      }
-    }
-  }
+  if (!level_more) run(d0, rem0, false);
+  else if (d0 + 1 == s.top)
+    st.each_choice(d0, rem0, [&](const std::array<int64_t, kMaxRanks>& rest) { run(d0 + 1, rest, true); });
   st.fixed_levels = 0;
   st.sink = nullptr;
   st.s = nullptr;

@@ -73,6 +73,18 @@ void check_exact(const Workload& w, const Core& c, Counts& n) {
   }
 }
 
+// The tile search of a context as pmapping generation makes it, with partial pruning.
+TileSearchSpec pruned_spec(const PmappingContext& ctx) {
+  TileSearchSpec spec;
+  spec.top = ctx.top_level;
+  spec.backing_level = ctx.fused.backing_level;
+  spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
+  spec.merge_supports = true;
+  spec.prune_partial = true;
+  spec.merge_passthrough = true;
+  return spec;
+}
+
 // GPT-3's projection and its consumer in miniature: V[b,m,h,e] = I[b,m,d] * WV[h,e,d], then
 // Z[b,m,g] = V[b,m,h,e] * WZ[h,e,g]. Five ranks each, so the top level has enough loop-order
 // classes for the level below it to be compared.
@@ -205,15 +217,8 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
       for (int i = 0; i < static_cast<int>(w->einsums.size()); ++i) {
         for (const PmappingContext& ctx : make_contexts(*w, i, c, {})) {
           const Einsum tile = tile_einsum(w->einsums[i], ctx.shared);
-          Mapspace space;
-          TileSearchSpec spec;
-          spec.top = ctx.top_level;
-          spec.backing_level = ctx.fused.backing_level;
-          spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
-          spec.merge_supports = true;
-          spec.prune_partial = true;
-          spec.merge_passthrough = true;
-          const TileSearch s(tile, c, space, spec);
+          const Mapspace space;
+          const TileSearch s(tile, c, space, pruned_spec(ctx));
           if (!s.partial_pruning()) continue;
           TileWorker worker;
           PartialChoices p;
@@ -258,15 +263,8 @@ TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only
   int64_t lanes = 0, skipped = 0, rows = 0;
   auto check_search = [&](const Einsum& e, const Core& c, const PmappingContext& ctx) {
     const Einsum tile = tile_einsum(e, ctx.shared);
-    Mapspace space;
-    TileSearchSpec spec;
-    spec.top = ctx.top_level;
-    spec.backing_level = ctx.fused.backing_level;
-    spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
-    spec.merge_supports = true;
-    spec.prune_partial = true;
-    spec.merge_passthrough = true;
-    const TileSearch s(tile, core_for(c, e), space, spec);
+    const Mapspace space;
+    const TileSearch s(tile, core_for(c, e), space, pruned_spec(ctx));
     if (!s.partial_pruning()) return;
     TileWorker worker;
     PartialChoices p;

@@ -679,16 +679,21 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
   for (int i = 0; i < E; ++i) {
     kept += static_cast<int64_t>(contexts[i].size());
     const std::string ekey = einsum_key(w.einsums[i], o.pmappings.constraints);
+    const size_t n = contexts[i].size();
+    std::vector<std::string> keys(n);
+    std::vector<std::optional<Source>> from(n);  // copied from an earlier Einsum
+    std::vector<size_t> fresh_at(n);             // else: its list among the generated ones
     std::vector<PmappingContext> fresh;
-    std::vector<std::optional<Source>> from(contexts[i].size());
-    std::unordered_map<std::string, size_t> fresh_index;  // the same tiling twice here: generated once below
-    for (size_t k = 0; k < contexts[i].size(); ++k) {
-      const std::string key = ekey + context_key(w.einsums[i], contexts[i][k]);
-      if (auto it = generated.find(key); it != generated.end()) {
+    std::unordered_map<std::string, size_t> fresh_index;  // the same tiling twice here: generated once
+    for (size_t k = 0; k < n; ++k) {
+      keys[k] = ekey + context_key(w.einsums[i], contexts[i][k]);
+      if (auto it = generated.find(keys[k]); it != generated.end()) {
         from[k] = it->second;
         continue;
       }
-      if (fresh_index.emplace(key, fresh.size()).second) fresh.push_back(contexts[i][k]);
+      const auto [it, added] = fresh_index.emplace(keys[k], fresh.size());
+      if (added) fresh.push_back(contexts[i][k]);
+      fresh_at[k] = it->second;
     }
     EinsumPmappings out;
     if (fresh.empty()) {
@@ -700,23 +705,21 @@ FfmResult ffm_search(const Workload& w, const Core& c, const FfmOptions& o) {
     }
     // In context order: the fresh ones as generated, the others copied from their source.
     std::vector<std::vector<Pmapping>> fresh_lists = std::move(out.pmappings);
-    out.pmappings.assign(contexts[i].size(), {});
+    out.pmappings.assign(n, {});
     out.kept = 0;
     std::set<int> sources;
-    for (size_t k = 0; k < contexts[i].size(); ++k) {
+    for (size_t k = 0; k < n; ++k) {
       if (from[k]) {
         out.pmappings[k] = pm[static_cast<size_t>(from[k]->einsum)].pmappings[from[k]->context];
         sources.insert(from[k]->einsum);
         ++out.contexts_reused;
       } else {
-        const std::string key = ekey + context_key(w.einsums[i], contexts[i][k]);
-        const size_t f = fresh_index.at(key);
-        out.pmappings[k] = fresh_lists[f];
-        generated.emplace(key, Source{i, k});
+        out.pmappings[k] = fresh_lists[fresh_at[k]];
+        generated.emplace(std::move(keys[k]), Source{i, k});
       }
       out.kept += static_cast<int64_t>(out.pmappings[k].size());
     }
-    if (out.contexts_reused == static_cast<int64_t>(contexts[i].size()) && sources.size() == 1)
+    if (out.contexts_reused == static_cast<int64_t>(n) && sources.size() == 1)
       out.reused_from = *sources.begin();
     out.contexts = std::move(contexts[i]);
     pm.push_back(std::move(out));
