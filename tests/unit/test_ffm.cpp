@@ -555,6 +555,20 @@ TEST_CASE("ffm: the fast pmapping generator gives the reference generator's pmap
   check_fast_against_reference(residual(2, 2), ffm_test_core(9, 1), rank_order);
 }
 
+// Equivalent ranks are merged in generation (engine/search/rank_merge.hpp) and the reference
+// generator keeps them apart: the same fronts, every kept (split) mapping re-evaluated on the
+// original ranks. Sizes with several primes, so that contexts splitting b and m differently
+// share one merged search and its mappings are split between ranks by more than powers of two.
+TEST_CASE("ffm: generation with merged equivalent ranks gives the reference generator's pmappings") {
+  check_fast_against_reference(test::projection_chain(2, 6, 3, 1, 2, 3), ffm_test_core(24, 3, 2), {});
+  check_fast_against_reference(test::projection_chain(3, 2, 2, 2, 2, 6), ffm_test_core(40, 4), {});
+  check_fast_against_reference(residual(6, 4), ffm_test_core(20, 2, 2), {});  // the add: M and N merge
+}
+
+TEST_CASE("ffm: a projection and its consumer (equivalent ranks merged in generation) equal the brute force") {
+  check_against_brute_force(test::projection_chain(2, 3, 1, 2, 2, 2), ffm_test_core(10, 2), {}, true);
+}
+
 TEST_CASE("ffm: pmapping generation gives the same pmappings on 1 and 2 threads") {
   const Workload w = test::matmul_chain(8, {{8, 4}, {4, 8}});
   const Core c = ffm_test_core(96, 8, 4);

@@ -85,34 +85,6 @@ TileSearchSpec pruned_spec(const PmappingContext& ctx) {
   return spec;
 }
 
-// GPT-3's projection and its consumer in miniature: V[b,m,h,e] = I[b,m,d] * WV[h,e,d], then
-// Z[b,m,g] = V[b,m,h,e] * WZ[h,e,g]. Five ranks each, so the top level has enough loop-order
-// classes for the level below it to be compared.
-Workload five_rank_chain() {
-  Workload w;
-  w.name = "five_rank_chain";
-  auto T_ = [](std::string name, TensorRole role, std::vector<int> dims) {
-    TensorAccess t{std::move(name), role, {}, 8};
-    for (int d : dims) t.dims.push_back({{d, 1}});
-    return t;
-  };
-  Einsum v;
-  v.name = "V";
-  v.op = OpKind::Mac;
-  v.ranks = {{"B", 2}, {"M", 4}, {"H", 2}, {"E", 4}, {"D", 4}};
-  v.tensors = {T_("I", TensorRole::Input, {0, 1, 4}), T_("WV", TensorRole::Weight, {2, 3, 4}),
-               T_("V", TensorRole::Output, {0, 1, 2, 3})};
-  Einsum z;
-  z.name = "Z";
-  z.op = OpKind::Mac;
-  z.ranks = {{"B", 2}, {"M", 4}, {"H", 2}, {"E", 4}, {"G", 4}};
-  z.tensors = {T_("V", TensorRole::Input, {0, 1, 2, 3}), T_("WZ", TensorRole::Weight, {2, 3, 4}),
-               T_("Z", TensorRole::Output, {0, 1, 4})};
-  w.einsums = {v, z};
-  finalize(w);
-  return w;
-}
-
 }  // namespace
 
 TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping front exactly") {
@@ -138,7 +110,7 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
   for (const std::string arch : {"accelforge_tpu_v4i", "gemmini_default"}) {
     if (const char* only = std::getenv("MAPFUSE_TEST_ARCH"); only && arch != only) continue;
     Counts m;
-    check_exact(five_rank_chain(), test::preset_core(arch), m);
+    check_exact(test::projection_chain(2, 4, 2, 4, 4, 4), test::preset_core(arch), m);
     MESSAGE(arch << ", five ranks: " << m.fronts << " fronts, " << m.points << " points; evaluated " << m.with
                  << " with partial pruning and merging, " << m.compared_all << " comparing every level below the top, "
                  << m.compared_none << " comparing none of it, " << m.merged << " with merging only, " << m.without
@@ -207,7 +179,7 @@ TEST_CASE("ffm: GPT-3's Einsums on accelforge_tpu_v4i keep every pmapping front 
 // unsound bound could go unnoticed wherever the front happens to hold a better point anyway.
 TEST_CASE("ffm: the completion bounds of partial choices hold for every completion") {
   const Workload chain = test::matmul_chain(16, {{8, 8}, {16, 8}});
-  const Workload five = five_rank_chain();
+  const Workload five = test::projection_chain(2, 4, 2, 4, 4, 4);
   int64_t lanes = 0, rows = 0, tight = 0;
   for (const std::string arch : {"accelforge_simple", "accelforge_tpu_v4i", "accelforge_simba", "accelforge_eyeriss",
                                  "gemmini_default", "ffm_edge"}) {
@@ -255,7 +227,7 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
 // above cannot see where a wrongly skipped choice happens to be dominated anyway.
 TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only completions the front beats") {
   const Workload chain = test::matmul_chain(16, {{8, 8}, {16, 8}});
-  const Workload five = five_rank_chain();
+  const Workload five = test::projection_chain(2, 4, 2, 4, 4, 4);
   ZooParams zp;
   zp.batch = 1;
   zp.tokens = 64;

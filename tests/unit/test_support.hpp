@@ -35,6 +35,34 @@ inline Workload matmul_chain(int64_t M, const std::vector<std::pair<int64_t, int
   return w;
 }
 
+// GPT-3's projection and its consumer in miniature: V[b,m,h,e] = I[b,m,d] * WV[h,e,d], then
+// Z[b,m,g] = V[b,m,h,e] * WZ[h,e,g]. Five ranks each, with two pairs of equivalent ranks
+// ((b,m) and (h,e): engine/search/rank_merge.hpp).
+inline Workload projection_chain(int64_t B, int64_t M, int64_t H, int64_t E, int64_t D, int64_t G) {
+  Workload w;
+  w.name = "projection_chain";
+  auto T_ = [](std::string name, TensorRole role, std::vector<int> dims) {
+    TensorAccess t{std::move(name), role, {}, 8};
+    for (int d : dims) t.dims.push_back({{d, 1}});
+    return t;
+  };
+  Einsum v;
+  v.name = "V";
+  v.op = OpKind::Mac;
+  v.ranks = {{"B", B}, {"M", M}, {"H", H}, {"E", E}, {"D", D}};
+  v.tensors = {T_("I", TensorRole::Input, {0, 1, 4}), T_("WV", TensorRole::Weight, {2, 3, 4}),
+               T_("V", TensorRole::Output, {0, 1, 2, 3})};
+  Einsum z;
+  z.name = "Z";
+  z.op = OpKind::Mac;
+  z.ranks = {{"B", B}, {"M", M}, {"H", H}, {"E", E}, {"G", G}};
+  z.tensors = {T_("V", TensorRole::Input, {0, 1, 2, 3}), T_("WZ", TensorRole::Weight, {2, 3, 4}),
+               T_("Z", TensorRole::Output, {0, 1, 4})};
+  w.einsums = {v, z};
+  finalize(w);
+  return w;
+}
+
 inline std::string source_dir(const std::string& rel) { return std::string(MAPFUSE_SOURCE_DIR) + "/" + rel; }
 
 }  // namespace mapfuse::test

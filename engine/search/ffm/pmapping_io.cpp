@@ -45,7 +45,7 @@ std::string generate_pmapping_slice(const Workload& w, const Core& c, const FfmO
   // context each), so that a slice generates each class once.
   std::vector<PmappingContext> mine;
   std::vector<int> index;
-  const std::vector<size_t> cls = tile_classes(contexts[einsum]);
+  const std::vector<size_t> cls = tile_classes(w.einsums[einsum], c, o.pmappings, contexts[einsum]);
   for (size_t k = 0; k < contexts[einsum].size(); ++k)
     if (static_cast<int>(cls[k] % static_cast<size_t>(slices)) == slice) mine.push_back(contexts[einsum][k]), index.push_back(static_cast<int>(k));
   const EinsumPmappings pm = generate_pmappings(w, einsum, c, o.pmappings, mine);

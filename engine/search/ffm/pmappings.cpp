@@ -12,6 +12,7 @@
 #include "engine/search/ffm/pareto.hpp"
 #include "engine/search/lane_batch.hpp"
 #include "engine/search/mapspace.hpp"
+#include "engine/search/rank_merge.hpp"
 
 #include <omp.h>
 
@@ -641,8 +642,10 @@ constexpr size_t kContextsPerWave = 16;
 
 namespace {
 
+// Every context is searched over its tile with `merge`'s ranks merged (generation_merge); the
+// pmappings' mappings are of that merged tile.
 EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
-                              std::vector<PmappingContext> contexts) {
+                              std::vector<PmappingContext> contexts, const RankMerge& merge) {
   const Einsum& e = w.einsums[ei];
   const std::vector<int> tracked = tracked_levels(c);
   EinsumPmappings out;
@@ -662,7 +665,7 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
   std::atomic<bool> over{false};
   std::vector<Einsum> tiles;
   tiles.reserve(K);
-  for (const PmappingContext& ctx : out.contexts) tiles.push_back(tile_einsum(e, ctx.shared));
+  for (const PmappingContext& ctx : out.contexts) tiles.push_back(merge_ranks(tile_einsum(e, ctx.shared), merge));
   auto make_search = [&](size_t k) {
     const PmappingContext& ctx = out.contexts[k];
     TileSearchSpec spec;
@@ -791,13 +794,31 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
 
 }  // namespace
 
-std::vector<size_t> tile_classes(const std::vector<PmappingContext>& contexts) {
-  using TileKey = std::tuple<int, TensorMask, int, std::array<int64_t, kMaxRanks>>;
+namespace {
+
+// The ranks generation merges (rank_merge.hpp): none for the brute forces (no pruning: they
+// check the merged search), nor where constraints or a fixed rank order may tell ranks apart.
+// A merged rank stays within 2^20 (the search's divisor tables take 4 bytes per size up to its
+// largest rank).
+constexpr int64_t kMaxMergedRank = int64_t{1} << 20;
+RankMerge generation_merge(const Einsum& e, const Core& c, const PmappingOptions& o) {
+  if (!o.prune || !o.explore_orders || !o.constraints.empty()) return {};
+  return equivalent_ranks(e, c, kMaxMergedRank);
+}
+
+}  // namespace
+
+std::vector<size_t> tile_classes(const Einsum& e, const Core& c, const PmappingOptions& o,
+                                 const std::vector<PmappingContext>& contexts) {
+  const RankMerge merge = generation_merge(e, c, o);
+  using TileKey = std::tuple<int, TensorMask, int, std::vector<int64_t>>;
   std::map<TileKey, size_t> seen;
   std::vector<size_t> of(contexts.size());
   for (size_t k = 0; k < contexts.size(); ++k) {
     const PmappingContext& x = contexts[k];
-    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.top_level, x.shared}, seen.size())
+    std::vector<int64_t> sizes;
+    for (const Rank& r : merge_ranks(tile_einsum(e, x.shared), merge).ranks) sizes.push_back(r.size);
+    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.top_level, std::move(sizes)}, seen.size())
                 .first->second;
   }
   return of;
@@ -806,21 +827,28 @@ std::vector<size_t> tile_classes(const std::vector<PmappingContext>& contexts) {
 EinsumPmappings generate_pmappings(const Workload& w, int ei, const Core& c, const PmappingOptions& o,
                                    std::vector<PmappingContext> contexts) {
   // Contexts that differ only in which loops are nested, or in which tensors are stored below
-  // them, tile the Einsum the same way: their pmappings are generated once.
-  const std::vector<size_t> of = tile_classes(contexts);
+  // them, tile the Einsum the same way: their pmappings are generated once. So do contexts whose
+  // tiles differ only in how equivalent ranks share a product (GPT-3's Z with 8 tiles of M or 2
+  // of B and 4 of M): their searches are the same over the merged ranks.
+  const Einsum& e = w.einsums[ei];
+  const RankMerge merge = generation_merge(e, c, o);
+  const std::vector<size_t> of = tile_classes(e, c, o, contexts);
   std::vector<PmappingContext> distinct;
   for (size_t k = 0; k < contexts.size(); ++k)
     if (of[k] == distinct.size()) distinct.push_back(contexts[k]);
-  const bool any_same = distinct.size() < contexts.size();
-  if (!any_same) return generate_each(w, ei, c, o, std::move(contexts));
-  EinsumPmappings out = generate_each(w, ei, c, o, std::move(distinct));  // counters of the distinct ones
+  EinsumPmappings out = generate_each(w, ei, c, o, std::move(distinct), merge);  // counters of the distinct ones
+  if (merge.identity() && out.contexts.size() == contexts.size()) return out;
   std::vector<std::vector<Pmapping>> lists = std::move(out.pmappings);
   out.contexts = std::move(contexts);
   out.pmappings.assign(out.contexts.size(), {});
   out.kept = 0;
   for (size_t k = 0; k < out.contexts.size(); ++k) {
-    out.pmappings[k] = lists[of[k]];
-    out.kept += static_cast<int64_t>(out.pmappings[k].size());
+    std::vector<Pmapping>& list = out.pmappings[k];
+    list = lists[of[k]];
+    out.kept += static_cast<int64_t>(list.size());
+    if (merge.identity()) continue;
+    const Einsum tile = tile_einsum(e, out.contexts[k].shared);
+    for (Pmapping& p : list) p.mapping = split_ranks(p.mapping, merge, tile);
   }
   return out;
 }

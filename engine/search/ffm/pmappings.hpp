@@ -129,10 +129,12 @@ EinsumPmappings generate_pmappings(const Workload& w, int einsum, const Core& c,
                                    std::vector<PmappingContext> contexts);
 
 // Classes of contexts that tile the Einsum the same way (backing level, on-chip tensors, top
-// level, shared factor per rank; they differ only in which loops are nested or which tensors are
-// stored below them), numbered in order of first appearance: per context, its class.
+// level, tile size per rank after merging equivalent ranks as generation does: they differ only
+// in which loops are nested, which tensors are stored below them, or how equivalent ranks split
+// a product), numbered in order of first appearance: per context, its class.
 // generate_pmappings evaluates one context per class.
-std::vector<size_t> tile_classes(const std::vector<PmappingContext>& contexts);
+std::vector<size_t> tile_classes(const Einsum& e, const Core& c, const PmappingOptions& o,
+                                 const std::vector<PmappingContext>& contexts);
 
 // The straightforward generator the fast one replaced (one Mapping, analysis and scalar evaluation
 // per tile mapping, every loop order when o.explore_orders, no threads), kept as the reference the tests compare with.
