@@ -143,7 +143,9 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       if (safe) always_x[l] = x_ok[l], always_y[l] = y_ok[l];
     }
   }
-  if (spec.prune_partial && spec.prune && merge && top > 1) {  // levels 0..top-2 are compared (run_partial)
+  // Levels 0..top-2 are compared (TileWorker::prune), level top-1 bounded choice by choice
+  // (complete): with the top at level 1, one empty row whose innermost choices are bounded.
+  if (spec.prune_partial && spec.prune && merge && top >= 1) {
     // Every dimension one rank with coefficient 1, no rank twice in a tensor: a tile moved by a
     // loop over a rank it indexes shares nothing with the previous one, which is what makes the
     // counts split into inner and outer parts.

@@ -46,7 +46,9 @@ struct TileSearchSpec {
   // every access count, per-instance count, compute step and occupancy, and the dominated ones are
   // dropped before any outer level is enumerated. Used by TileWorker::prune and complete when
   // the Einsum qualifies (TileSearch::partial_pruning()): merged supports, every tensor
-  // dimension one rank.
+  // dimension one rank. With the top at level 1 (a context backed on the level above the
+  // innermost) nothing is compared, but the innermost level's choices are still classified by
+  // the completion bounds of the top level's fan-outs and kept sets (complete_top).
   bool prune_partial = false;
   // The level just below the top is compared (within blocks of completed rows) only where the top
   // level has at least this many loop-order classes to complete a choice with: a comparison (one
