@@ -17,6 +17,7 @@
 #include "engine/search/exhaustive.hpp"
 #include "engine/search/ffm/ffm.hpp"
 #include "engine/search/mapspace_toml.hpp"
+#include "engine/workload/load.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -70,17 +71,20 @@ Workload matmuls(int n, int64_t M, int64_t KN) {
 
 // AccelForge's regression (tests/test_regression.py) minimises the energy-delay product
 // (Metrics.ENERGY_DELAY_PRODUCT on every arch but snowcat); "fused" keeps its MainMemory's
-// `keep: ~Intermediates`, so every intermediate MUST stay on chip (mapfuse: must_fuse all of
-// them), "unfused" sets MainMemory `keep: All`, so every tensor goes through DRAM (mapfuse: no
-// fusion). Returns mapfuse's EDP-optimal solution.
-FfmSolution search(const Workload& w, const std::string& arch, bool fused) {
+// `keep: ~Intermediates, may_keep: All`, so each intermediate may stay on chip or not (mapfuse:
+// free fusion), "unfused" sets MainMemory `keep: All`, so every tensor goes through DRAM
+// (mapfuse: no fusion). Returns mapfuse's EDP-optimal solution.
+FfmSolution search(const Workload& w, const Core& c, bool fused, FfmResult* out = nullptr) {
   FfmOptions o;
   o.pmappings.allow_fusion = fused;
-  if (fused)
-    for (size_t i = 1; i < w.einsums.size(); ++i) o.must_fuse.push_back(w.tensor_index("T" + std::to_string(i)));
-  const FfmResult r = ffm_search(w, test::preset_core(arch), o);
+  FfmResult r = ffm_search(w, c, o);
   REQUIRE(r.best(Objective::Edp) != nullptr);
-  return *r.best(Objective::Edp);
+  const FfmSolution best = *r.best(Objective::Edp);
+  if (out) *out = std::move(r);
+  return best;
+}
+FfmSolution search(const Workload& w, const std::string& arch, bool fused) {
+  return search(w, test::preset_core(arch), fused);
 }
 
 }  // namespace
@@ -116,6 +120,51 @@ TEST_CASE("ffm vs accelforge: simple, three_matmuls_annotated (128^3 x 3) matche
     const FfmSolution best = search(w, "accelforge_simple", fusion);
     CHECK(best.energy_pj == doctest::Approx(af.energy).epsilon(1e-12));
     CHECK(best.cycles == doctest::Approx(af.latency).epsilon(1e-12));
+  }
+}
+
+// GPT-3 175B prefill (batch 1, 2,048 tokens) as AccelForge's regression runs it on `simple`: the
+// zoo's ten Einsums at 175B's sizes, every value 16 bits (_gpt3.yaml). mapfuse counts words of a
+// level's width, so the core's words are 16 bits at 16 units each (1 per bit). Every MAC Einsum's
+// latency is its MAC count and the softmax's its operations, as in the oracle's per-Einsum column;
+// the copy I takes one cycle per value here and none in AccelForge (2.2e-6 of the total), which
+// is also the whole energy difference.
+TEST_CASE("ffm vs accelforge: simple, GPT-3 175B prefill with 16-bit values matches Einsum by Einsum") {
+  ZooParams zp;
+  zp.batch = 1;
+  zp.tokens = 2048;
+  Workload w = load_workload("gpt3_6.7b", zp);
+  for (Einsum& e : w.einsums)
+    for (Rank& r : e.ranks) {
+      if (r.name == "H") r.size = 96;
+      if (r.name == "D" || r.name == "G" || r.name == "J") r.size = 12288;
+      if (r.name == "C") r.size = 49152;
+    }
+  finalize(w);
+  Core c = test::preset_core("accelforge_simple");
+  for (Level& lv : c.levels) lv.word_bits = 16, lv.read_pj *= 2, lv.write_pj *= 2, lv.update_pj *= 2;
+  const double copy = 2048.0 * 12288;  // the copy's values: one cycle each, read and written once
+  for (bool fusion : {true, false}) {
+    CAPTURE(fusion);
+    const Oracle af = oracle(std::string("simple|gpt3_175B|BATCH_SIZE=1,DECODE=False,N_NEW_TOKENS=2048|") +
+                             (fusion ? "fused" : "unfused"));
+    FfmResult r;
+    const FfmSolution best = search(w, c, fusion, &r);
+    REQUIRE(af.einsum_latency.size() == w.einsums.size());
+    for (size_t i = 0; i < w.einsums.size(); ++i) {
+      CAPTURE(w.einsums[i].name);
+      const Choice& ch = best.choices[i];
+      const double cycles = r.pmappings[i].pmappings[static_cast<size_t>(ch.context)][static_cast<size_t>(ch.pmapping)].cycles;
+      if (i == 0) {
+        CHECK(cycles == copy);
+        CHECK(af.einsum_latency[i] == 0);
+        continue;
+      }
+      CHECK(cycles == static_cast<double>(w.einsums[i].operations()));  // MACs, or the softmax's operations
+      CHECK(cycles == doctest::Approx(af.einsum_latency[i]).epsilon(5e-6));  // the CSV keeps 6 digits
+    }
+    CHECK(best.cycles == doctest::Approx(af.latency + copy).epsilon(1e-8));
+    CHECK(best.energy_pj == doctest::Approx(af.energy + copy * (1 + 2 * 16)).epsilon(1e-8));
   }
 }
 
