@@ -10,6 +10,8 @@
 //   OMP_NUM_THREADS=1 build/bench/mapfuse_bench_ffm_scaling --benchmark_filter=PaperChain
 // (the paper's Figure 9 size: zoo matmul_chain_<n>, M = 8192, on accelforge_tpu_v4i; counters as
 // Chain plus tile mappings evaluated per CPU-second and join combinations per CPU-second)
+//   OMP_NUM_THREADS=1 build/bench/mapfuse_bench_ffm_scaling --benchmark_filter=Gpt3
+// (GPT-3 6.7B at batch 64 and 1,024 / 4,096 tokens on accelforge_tpu_v4i, counters as PaperChain)
 // Baseline counters: percent above FFM's EDP optimum, mean / min / max over 10 seeds, at a fixed
 // number of evaluations.
 #include <benchmark/benchmark.h>
@@ -79,12 +81,8 @@ void BM_Chain(benchmark::State& state) {
 }
 
 // args: n Einsums of the zoo's matmul_chain_<n> (FFM section 7.5 sizes) on accelforge_tpu_v4i
-void BM_PaperChain(benchmark::State& state) {
-  const Core c = load_architecture("accelforge_tpu_v4i").cores.at(0);
-  const int n = static_cast<int>(state.range(0));
-  const Workload w = zoo_workload("matmul_chain_" + std::to_string(n), {});
-  FfmResult r;
-  for (auto _ : state) r = ffm_search(w, c, {});
+// The counters of a search at the paper's size (PaperChain, Gpt3): per Einsum of `w`.
+void paper_counters(benchmark::State& state, const FfmResult& r, int n) {
   int64_t evaluated = 0, kept = 0, combos = 0, partials = 0, generated = 0;
   for (const auto& p : r.pmappings) evaluated += p.evaluated, kept += p.kept, generated += p.contexts_reused < static_cast<int64_t>(p.contexts.size());
   for (const auto& s : r.steps) combos += s.combinations, partials = std::max(partials, s.kept);
@@ -94,9 +92,33 @@ void BM_PaperChain(benchmark::State& state) {
   state.counters["join_cpu_s/einsum"] = r.join_cpu_seconds / n;
   state.counters["evaluated/cpu_s"] = static_cast<double>(evaluated) / r.generation_cpu_seconds;
   state.counters["kept"] = static_cast<double>(kept);
+  state.counters["kept/cpu_s"] = static_cast<double>(kept) / r.generation_cpu_seconds;
   state.counters["combinations/cpu_s"] = r.join_cpu_seconds > 0 ? static_cast<double>(combos) / r.join_cpu_seconds : 0;
   state.counters["max_partials"] = static_cast<double>(partials);
   state.counters["rss_mib"] = peak_rss_mib();
+}
+
+void BM_PaperChain(benchmark::State& state) {
+  const Core c = load_architecture("accelforge_tpu_v4i").cores.at(0);
+  const int n = static_cast<int>(state.range(0));
+  const Workload w = zoo_workload("matmul_chain_" + std::to_string(n), {});
+  FfmResult r;
+  for (auto _ : state) r = ffm_search(w, c, {});
+  paper_counters(state, r, n);
+}
+
+// The paper's headline case (experiments/ffm_gpt3_tpuv4i.toml): one GPT-3 6.7B layer at batch 64
+// on accelforge_tpu_v4i, arg = tokens.
+void BM_Gpt3(benchmark::State& state) {
+  const Core c = load_architecture("accelforge_tpu_v4i").cores.at(0);
+  ZooParams zp;
+  zp.batch = 64;
+  zp.tokens = state.range(0);
+  const Workload w = zoo_workload("gpt3_6.7b", zp);
+  FfmResult r;
+  for (auto _ : state) r = ffm_search(w, c, {});
+  paper_counters(state, r, static_cast<int>(w.einsums.size()));
+  state.counters["edp"] = r.best(Objective::Edp)->edp();
 }
 
 // args: baseline (0 random, 1 sa, 2 ga), evaluations
@@ -135,6 +157,7 @@ void BM_Baseline(benchmark::State& state) {
 BENCHMARK(BM_Chain)->ArgsProduct({{1, 2, 4, 8, 16, 32, 64}, {8}, {0}})->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_Chain)->ArgsProduct({{64}, {8}, {5, 50}})->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_PaperChain)->Arg(2)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Iterations(1)->Unit(benchmark::kSecond);
+BENCHMARK(BM_Gpt3)->Arg(1024)->Arg(4096)->Iterations(1)->Unit(benchmark::kSecond);
 BENCHMARK(BM_Baseline)->ArgsProduct({{0, 1, 2}, {100, 1000, 10000}})->Iterations(1)->Unit(benchmark::kSecond);
 
 BENCHMARK_MAIN();
