@@ -125,48 +125,53 @@ TEST_CASE("ffm memory limit: a join that would outgrow the limit stops with an I
 }
 
 TEST_CASE("ffm distributed: slices of the (Einsum, context) list, serialised and merged, join to ffm_search's result") {
-  const Workload w = three_matmuls();
-  const Core c = test::preset_core("tpuv4i");
-  FfmOptions o;
-  const FfmResult whole = ffm_search(w, c, o);
-  REQUIRE(!whole.pareto.empty());
-  for (int slices : {1, 3}) {
-    INFO("slices " << slices);
-    const auto contexts = matchable_contexts(w, c, o);
-    std::vector<std::string> parts;
-    // Generated in reverse order (as ranks may deliver them): the merge does not care.
-    for (int i = static_cast<int>(w.einsums.size()) - 1; i >= 0; --i)
-      for (int s = slices - 1; s >= 0; --s) parts.push_back(generate_pmapping_slice(w, c, o, contexts, i, s, slices));
-    const FfmResult joined = ffm_join(w, c, merge_pmapping_slices(w, c, contexts, parts));
-    REQUIRE(joined.pareto.size() == whole.pareto.size());
-    for (size_t k = 0; k < whole.pareto.size(); ++k) {
-      CHECK(joined.pareto[k].energy_pj == whole.pareto[k].energy_pj);  // to the bit
-      CHECK(joined.pareto[k].cycles == whole.pareto[k].cycles);
-      CHECK(joined.pareto[k].choices.size() == whole.pareto[k].choices.size());
-    }
-    for (size_t i = 0; i < w.einsums.size(); ++i) {
-      CHECK(joined.pmappings[i].kept == whole.pmappings[i].kept);
-      // (Not the number evaluated: partial choices are skipped against each thread's front.)
-      for (size_t k = 0; k < whole.pmappings[i].pmappings.size(); ++k) {
-        REQUIRE(joined.pmappings[i].pmappings[k].size() == whole.pmappings[i].pmappings[k].size());
-        for (size_t j = 0; j < whole.pmappings[i].pmappings[k].size(); ++j)
-          CHECK(joined.pmappings[i].pmappings[k][j].mapping == whole.pmappings[i].pmappings[k][j].mapping);
+  // Three matmuls, and a projection chain whose equivalent ranks generation merges (contexts
+  // that split B and M differently share one search; each gets its own split mappings, which
+  // must survive the slice's text form).
+  for (const Workload& w : {three_matmuls(), test::projection_chain(2, 6, 3, 2, 4, 3)}) {
+    INFO(w.name);
+    const Core c = test::preset_core("tpuv4i");
+    FfmOptions o;
+    const FfmResult whole = ffm_search(w, c, o);
+    REQUIRE(!whole.pareto.empty());
+    for (int slices : {1, 3}) {
+      INFO("slices " << slices);
+      const auto contexts = matchable_contexts(w, c, o);
+      std::vector<std::string> parts;
+      // Generated in reverse order (as ranks may deliver them): the merge does not care.
+      for (int i = static_cast<int>(w.einsums.size()) - 1; i >= 0; --i)
+        for (int s = slices - 1; s >= 0; --s) parts.push_back(generate_pmapping_slice(w, c, o, contexts, i, s, slices));
+      const FfmResult joined = ffm_join(w, c, merge_pmapping_slices(w, c, contexts, parts));
+      REQUIRE(joined.pareto.size() == whole.pareto.size());
+      for (size_t k = 0; k < whole.pareto.size(); ++k) {
+        CHECK(joined.pareto[k].energy_pj == whole.pareto[k].energy_pj);  // to the bit
+        CHECK(joined.pareto[k].cycles == whole.pareto[k].cycles);
+        CHECK(joined.pareto[k].choices.size() == whole.pareto[k].choices.size());
       }
-    }
-    // A slice made for another context list (another version's, from an old journal) is refused,
-    // not matched to the wrong contexts by index.
-    {
-      auto other = contexts;
-      other[0].pop_back();
-      CHECK_THROWS_WITH(merge_pmapping_slices(w, c, other, parts), doctest::Contains("another context list"));
-      other = contexts;
-      std::swap(other[0].front(), other[0].back());
-      CHECK_THROWS_WITH(merge_pmapping_slices(w, c, other, parts), doctest::Contains("another context list"));
-    }
-    // A missing slice is reported, not silently joined.
-    if (slices > 1) {
-      parts.pop_back();
-      CHECK_THROWS_WITH(merge_pmapping_slices(w, c, contexts, parts), doctest::Contains("missing"));
+      for (size_t i = 0; i < w.einsums.size(); ++i) {
+        CHECK(joined.pmappings[i].kept == whole.pmappings[i].kept);
+        // (Not the number evaluated: partial choices are skipped against each thread's front.)
+        for (size_t k = 0; k < whole.pmappings[i].pmappings.size(); ++k) {
+          REQUIRE(joined.pmappings[i].pmappings[k].size() == whole.pmappings[i].pmappings[k].size());
+          for (size_t j = 0; j < whole.pmappings[i].pmappings[k].size(); ++j)
+            CHECK(joined.pmappings[i].pmappings[k][j].mapping == whole.pmappings[i].pmappings[k][j].mapping);
+        }
+      }
+      // A slice made for another context list (another version's, from an old journal) is refused,
+      // not matched to the wrong contexts by index.
+      {
+        auto other = contexts;
+        other[0].pop_back();
+        CHECK_THROWS_WITH(merge_pmapping_slices(w, c, other, parts), doctest::Contains("another context list"));
+        other = contexts;
+        std::swap(other[0].front(), other[0].back());
+        CHECK_THROWS_WITH(merge_pmapping_slices(w, c, other, parts), doctest::Contains("another context list"));
+      }
+      // A missing slice is reported, not silently joined.
+      if (slices > 1) {
+        parts.pop_back();
+        CHECK_THROWS_WITH(merge_pmapping_slices(w, c, contexts, parts), doctest::Contains("missing"));
+      }
     }
   }
 }
