@@ -130,10 +130,7 @@ TEST_CASE("ffm vs accelforge: simple, three_matmuls_annotated (128^3 x 3) matche
 // the copy I takes one cycle per value here and none in AccelForge (2.2e-6 of the total), which
 // is also the whole energy difference.
 TEST_CASE("ffm vs accelforge: simple, GPT-3 175B prefill with 16-bit values matches Einsum by Einsum") {
-  ZooParams zp;
-  zp.batch = 1;
-  zp.tokens = 2048;
-  Workload w = load_workload("gpt3_6.7b", zp);
+  Workload w = load_workload("gpt3_6.7b", {.batch = 1, .tokens = 2048});
   for (Einsum& e : w.einsums)
     for (Rank& r : e.ranks) {
       if (r.name == "H") r.size = 96;

@@ -135,10 +135,7 @@ TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping fro
 // level below the top and of the top) equals the front without partial pruning, where no choice
 // is bounded.
 TEST_CASE("ffm: GPT-3's Einsums on accelforge_tpu_v4i keep every pmapping front exactly under the completion bounds") {
-  ZooParams zp;
-  zp.batch = 1;
-  zp.tokens = 16;
-  const Workload w = load_workload("gpt3_6.7b", zp);
+  const Workload w = load_workload("gpt3_6.7b", {.batch = 1, .tokens = 16});
   const Core& c = test::preset_core("accelforge_tpu_v4i");
   const auto contexts = matchable_contexts(w, c, {});
   int64_t with = 0, without = 0, skipped = 0, fronts = 0;
@@ -228,10 +225,7 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
 TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only completions the front beats") {
   const Workload chain = test::matmul_chain(16, {{8, 8}, {16, 8}});
   const Workload five = test::projection_chain(2, 4, 2, 4, 4, 4);
-  ZooParams zp;
-  zp.batch = 1;
-  zp.tokens = 64;
-  const Workload gpt3 = load_workload("gpt3_6.7b", zp);
+  const Workload gpt3 = load_workload("gpt3_6.7b", {.batch = 1, .tokens = 64});
   int64_t lanes = 0, skipped = 0, rows = 0;
   auto check_search = [&](const Einsum& e, const Core& c, const PmappingContext& ctx) {
     const Einsum tile = tile_einsum(e, ctx.shared);

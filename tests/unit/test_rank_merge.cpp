@@ -31,10 +31,7 @@ const Einsum& einsum_named(const Workload& w, const std::string& name) {
 }  // namespace
 
 TEST_CASE("rank merge: GPT-3's Einsums") {
-  ZooParams zp;
-  zp.batch = 2;
-  zp.tokens = 8;
-  const Workload w = load_workload("gpt3_6.7b", zp);
+  const Workload w = load_workload("gpt3_6.7b", {.batch = 2, .tokens = 8});
   const Core& c = test::preset_core("accelforge_tpu_v4i");
   auto names = [&](const std::string& einsum) {
     const Einsum& e = einsum_named(w, einsum);
@@ -77,10 +74,7 @@ TEST_CASE("rank merge: nothing merges where ranks are told apart") {
   // A fan-out that names M accepts M and not B: they stay apart.
   Core named = c;
   named.levels[1].fanout.x_ranks = {"M"};
-  ZooParams zp;
-  zp.batch = 2;
-  zp.tokens = 8;
-  const Workload w = load_workload("gpt3_6.7b", zp);
+  const Workload w = load_workload("gpt3_6.7b", {.batch = 2, .tokens = 8});
   const Einsum& k = einsum_named(w, "K");
   CHECK(merged_names(k, equivalent_ranks(k, named, int64_t{1} << 40)) == std::vector<std::string>{"B", "M", "H*E", "D"});
 }
