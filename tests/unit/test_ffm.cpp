@@ -13,6 +13,7 @@
 #include "engine/cost/fused.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/ffm/ffm.hpp"
+#include "engine/workload/load.hpp"
 #include "ffm_criteria.hpp"
 #include "test_support.hpp"
 
@@ -563,6 +564,21 @@ TEST_CASE("ffm: generation with merged equivalent ranks gives the reference gene
   check_fast_against_reference(test::projection_chain(2, 6, 3, 1, 2, 3), ffm_test_core(24, 3, 2), {});
   check_fast_against_reference(test::projection_chain(3, 2, 2, 2, 2, 6), ffm_test_core(40, 4), {});
   check_fast_against_reference(residual(6, 4), ffm_test_core(20, 2, 2), {});  // the add: M and N merge
+}
+
+// On a vector unit (accelforge_tpu_v4i's ScalarUnit): GPT-3's copy and softmax, whose every rank
+// is equivalent (one merged rank), and its projection K. (The reference enumerated the copy on the
+// MAC array's fan-out instead of the vector unit's lanes until 2026-11-24: 16 of 25 fronts
+// differed, in latency.)
+TEST_CASE("ffm: generation with merged equivalent ranks on a vector unit gives the reference generator's pmappings") {
+  Workload w = load_workload("gpt3_6.7b", {.batch = 2, .tokens = 2});
+  std::erase_if(w.einsums, [](const Einsum& e) { return e.name != "I" && e.name != "K" && e.name != "QK_softmax"; });
+  for (Einsum& e : w.einsums)
+    for (Rank& r : e.ranks)
+      if (r.name == "H" || r.name == "E") r.size = 2;
+      else if (r.name == "D") r.size = 4;
+  finalize(w);
+  check_fast_against_reference(w, test::preset_core("accelforge_tpu_v4i"), {});
 }
 
 TEST_CASE("ffm: a projection and its consumer (equivalent ranks merged in generation) equal the brute force") {

@@ -348,8 +348,10 @@ struct Enumerator {
 
 int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const PmappingContext& ctx,
                                 const PmappingOptions& o, const std::function<void(const Mapping&)>& emit) {
-  Enumerator en{tile, c, ctx, o, emit};
-  en.L = static_cast<int>(c.levels.size());
+  // A non-MAC Einsum runs on the vector unit's view of the core, as in TileSearch.
+  const Core& core = core_for(c, tile);
+  Enumerator en{tile, core, ctx, o, emit};
+  en.L = static_cast<int>(core.levels.size());
   en.R = static_cast<int>(tile.ranks.size());
   en.T = static_cast<int>(tile.tensors.size());
   en.top = ctx.top_level;
