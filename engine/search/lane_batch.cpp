@@ -73,7 +73,7 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   // Divisors of every divisor of every rank size, worked out once.
   int64_t max_size = 1;
   for (int r = 0; r < R; ++r) max_size = std::max(max_size, e.ranks[r].size);
-  if (max_size > kMaxSearchRankSize) throw InputError({}, "mapping", "rank size above 2^26");
+  if (max_size > (int64_t{1} << 26)) throw InputError({}, "mapping", "rank size above 2^26");
   divisor_index.assign(static_cast<size_t>(max_size) + 1, -1);
   auto add_divisors = [&](int64_t d) {
     if (divisor_index[static_cast<size_t>(d)] >= 0) return;

@@ -25,9 +25,6 @@
 
 namespace mapfuse {
 
-// The largest rank a TileSearch takes: its divisor tables are indexed by every size up to it.
-inline constexpr int64_t kMaxSearchRankSize = int64_t{1} << 26;
-
 struct TileSearchSpec {
   int top = -1;                  // outermost level with loops (it takes the rest); -1 = the outermost level
   int backing_level = -1;        // fused: level keeping the on-chip backed tensors (>= 0: levels above it

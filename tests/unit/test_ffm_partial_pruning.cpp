@@ -85,6 +85,20 @@ TileSearchSpec pruned_spec(const PmappingContext& ctx) {
   return spec;
 }
 
+// The tile search of Einsum `e`'s context on core `c` (its vector unit's view for a non-MAC
+// Einsum), its inner levels pruned; `fn(search, worker, rows)` when it is partially pruned.
+template <class Fn>
+void with_pruned_rows(const Einsum& e, const Core& c, const PmappingContext& ctx, Fn&& fn) {
+  const Einsum tile = tile_einsum(e, ctx.shared);
+  const Mapspace space;
+  const TileSearch s(tile, core_for(c, e), space, pruned_spec(ctx));
+  if (!s.partial_pruning()) return;
+  TileWorker worker;
+  PartialChoices p;
+  worker.prune(s, p);
+  fn(s, worker, p);
+}
+
 }  // namespace
 
 TEST_CASE("ffm: partial pruning and pass-through merging keep every pmapping front exactly") {
@@ -185,13 +199,7 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
     for (const Workload* w : {&chain, &five}) {
       for (int i = 0; i < static_cast<int>(w->einsums.size()); ++i) {
         for (const PmappingContext& ctx : make_contexts(*w, i, c, {})) {
-          const Einsum tile = tile_einsum(w->einsums[i], ctx.shared);
-          const Mapspace space;
-          const TileSearch s(tile, c, space, pruned_spec(ctx));
-          if (!s.partial_pruning()) continue;
-          TileWorker worker;
-          PartialChoices p;
-          worker.prune(s, p);
+          with_pruned_rows(w->einsums[i], c, ctx, [&](const TileSearch& s, TileWorker& worker, const PartialChoices& p) {
           for (size_t r = 0; r < p.size(); ++r)
             for (bool level_more : {false, true}) {
               double best_e = 1e300, best_c = 1e300, lb_e = 1e300, lb_c = 1e300;
@@ -207,6 +215,7 @@ TEST_CASE("ffm: the completion bounds of partial choices hold for every completi
               rows += has;
               tight += has && best_e < 1e300 && best_e <= lb_e * 1.01 && best_c == lb_c;
             }
+          });
         }
       }
     }
@@ -228,13 +237,7 @@ TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only
   const Workload gpt3 = load_workload("gpt3_6.7b", {.batch = 1, .tokens = 64});
   int64_t lanes = 0, skipped = 0, rows = 0;
   auto check_search = [&](const Einsum& e, const Core& c, const PmappingContext& ctx) {
-    const Einsum tile = tile_einsum(e, ctx.shared);
-    const Mapspace space;
-    const TileSearch s(tile, core_for(c, e), space, pruned_spec(ctx));
-    if (!s.partial_pruning()) return;
-    TileWorker worker;
-    PartialChoices p;
-    worker.prune(s, p);
+    with_pruned_rows(e, c, ctx, [&](const TileSearch& s, TileWorker& worker, const PartialChoices& p) {
     for (size_t r = 0; r < p.size(); ++r)
       for (bool level_more : {false, true}) {
         std::vector<double> energies;
@@ -250,6 +253,7 @@ TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only
           CHECK(cost.energy_pj > threshold);
         }, level_more);
       }
+    });
   };
   for (const std::string arch : {"accelforge_tpu_v4i", "accelforge_eyeriss", "gemmini_default", "ffm_edge"}) {
     const Core& c = test::preset_core(arch);
