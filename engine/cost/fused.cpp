@@ -34,36 +34,62 @@ Einsum tile_einsum(const Einsum& e, const std::array<int64_t, kMaxRanks>& shared
 
 FlatMapping flatten_fused(const Mapping& m, const FusedContext& ctx, int n_levels) {
   FlatMapping f = flatten(m);
-  if (ctx.backing_level >= 0 && ctx.onchip) {
-    f.keep[n_levels - 1] = static_cast<TensorMask>(f.keep[n_levels - 1] & ~ctx.onchip);
-    f.onchip_backing = ctx.onchip;
+  if (ctx.backing_level >= 0 && ctx.at_b()) {
+    f.keep[n_levels - 1] = static_cast<TensorMask>(f.keep[n_levels - 1] & ~ctx.at_b());
+    f.onchip_backing = ctx.at_b();
   }
   return f;
 }
 
+ResidentFill apply_resident_fill(EvalPlan& tile_plan, const FusedContext& ctx) {
+  ResidentFill fill;
+  const int b = ctx.backing_level, top = tile_plan.n_levels - 1;
+  if (b < 0 || !ctx.resident) return fill;
+  const PlanLevel &src = tile_plan.levels[top], &dst = tile_plan.levels[b];
+  auto vectors = [](int64_t words, int64_t block) { return block == 1 ? words : (words + block - 1) / block * block; };
+  for (int t = 0; t < tile_plan.n_tensors; ++t)
+    if (ctx.resident >> t & 1) {
+      // Not indexed by a shared loop: the tile's tensor is the whole tensor.
+      const int64_t words = tile_plan.tensors[t].volume;
+      fill.words += words;
+      fill.energy_pj += static_cast<double>(vectors(words, src.block_size)) * src.read_pj +
+                        static_cast<double>(vectors(words, dst.block_size)) * dst.write_pj;
+    }
+  const double per_iteration = static_cast<double>(fill.words) / static_cast<double>(ctx.iterations);
+  tile_plan.levels[top].extra_read_words = per_iteration;
+  tile_plan.levels[b].extra_write_words = per_iteration;
+  return fill;
+}
+
 void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, const int64_t* f,
-                           const FusedContext& ctx, FusedEinsumCost& out, CostResult& scratch) {
+                           const FusedContext& ctx, const ResidentFill& fill, FusedEinsumCost& out,
+                           CostResult& scratch) {
   out.tile = evaluate(tile_plan, s, f, &scratch);
   // Capacity is decided on the reservations of the whole group, not on one Einsum alone.
   if (out.tile.invalid == Invalid::CapacityExceeded) out.tile.invalid = Invalid::None;
   out.iterations = ctx.iterations;
   out.exchanged_tile.fill(0);
   out.own.fill(0);
+  out.resident = 0;
   if (!out.tile.valid()) {
     out.energy_pj = out.cycles = 0;
     return;
   }
   const double it = static_cast<double>(ctx.iterations);
-  out.energy_pj = out.tile.energy_pj * it;
+  out.energy_pj = out.tile.energy_pj * it + fill.energy_pj;
   out.cycles = out.tile.cycles * it;
   for (int l = 0; l < tile_plan.n_levels; ++l) out.own[l] = scratch.level_occupancy[l];
   if (ctx.backing_level >= 0)
-    for (int t = 0; t < tile_plan.n_tensors; ++t)
+    for (int t = 0; t < tile_plan.n_tensors; ++t) {
+      const int64_t tile = scratch.access[ctx.backing_level][t].tile;
       if (ctx.onchip >> t & 1) {
-        const int64_t tile = scratch.access[ctx.backing_level][t].tile;
         out.exchanged_tile[t] = tile;
         out.own[ctx.backing_level] -= tile;
+      } else if (ctx.resident >> t & 1) {
+        out.resident += tile;
+        out.own[ctx.backing_level] -= tile;
       }
+    }
 }
 
 FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
@@ -96,6 +122,11 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
     }
     if (n == 1 && !fg.shared_loops.empty())
       reject(g, "a group of one Einsum exchanges nothing and cannot have shared loops");
+    for (const TensorBacking& r : fg.resident)
+      if (r.level != b)
+        reject(g, fmt::format("resident tensor '{}' at {}: resident tensors are kept at the group's backing level{}",
+                              r.tensor, c.levels[r.level].name,
+                              b >= 0 ? " " + c.levels[b].name : " (this group exchanges nothing)"));
     if (b == L - 1)
       reject(g, "an exchanged tensor backed at the outermost level: put the Einsums in separate groups");
     for (const SharedLoop& sl : fg.shared_loops)
@@ -150,6 +181,7 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
     }
     // Every branch's usage: its own reservations plus the exchanged tiles live during it.
     std::vector<std::array<int64_t, kMaxLevels>> own(n);
+    int64_t resident = 0;  // words of the group's resident tensors at b
     for (int i = 0; i < n; ++i) {
       const int ei = fg.einsums[i];
       const Einsum& e = w.einsums[ei];
@@ -193,6 +225,18 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
                                     w.tensors[x.tensor].name, prod.name, e.name));
           }
         }
+        for (const TensorBacking& r : fg.resident) {
+          const int ti = e.tensor_index(r.tensor);
+          if (ti < 0) continue;
+          ctx.resident |= static_cast<TensorMask>(1u << ti);
+          for (int k = 0; k < nl; ++k) {
+            const SharedLoop& sl = fg.shared_loops[k];
+            if (sl.rank[i] >= 0 && sl.factor > 1 && e.rank_relevant(ti, sl.rank[i]))
+              reject(g, fmt::format("resident tensor '{}' is indexed by shared loop {} (rank {} of '{}'): only a "
+                                    "tensor none of the loops around its Einsum step is kept above them",
+                                    r.tensor, k, e.ranks[sl.rank[i]].name, e.name));
+          }
+        }
         const Mapping& m = fg.mappings[i];
         for (int l = b + 1; l < L; ++l)
           for (const Loop& lp : m.levels[l].loops)
@@ -200,26 +244,29 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
               reject(g, fmt::format("'{}' has its own loop at {} above the backing level {}", e.name,
                                     c.levels[l].name, c.levels[b].name));
         for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti) {
-          if (!(ctx.onchip >> ti & 1)) continue;
+          if (!(ctx.at_b() >> ti & 1)) continue;
+          const char* what = ctx.onchip >> ti & 1 ? "exchanged" : "resident";
           if (!(m.levels[b].keep >> ti & 1))
-            reject(g, fmt::format("'{}' must keep exchanged tensor '{}' at its backing level {}", e.name,
+            reject(g, fmt::format("'{}' must keep {} tensor '{}' at its backing level {}", e.name, what,
                                   e.tensors[ti].name, c.levels[b].name));
           for (int l = b + 1; l < L - 1; ++l)
             if (m.levels[l].keep >> ti & 1)
-              reject(g, fmt::format("'{}' keeps exchanged tensor '{}' at {}, above its backing level", e.name,
+              reject(g, fmt::format("'{}' keeps {} tensor '{}' at {}, above its backing level", e.name, what,
                                     e.tensors[ti].name, c.levels[l].name));
         }
       }
       const Einsum tile = tile_einsum(e, shared);
-      const EvalPlan plan = compile_plan(tile, c);
+      EvalPlan plan = compile_plan(tile, c);
+      const ResidentFill fill = apply_resident_fill(plan, ctx);
       const FlatMapping fm = flatten_fused(fg.mappings[i], ctx, L);
       const NestStructure s = analyze(plan, fm);
       int64_t factors[kMaxLoops];
       for (int k = 0; k < fm.n_loops; ++k) factors[k] = fm.loops[k].factor;
       FusedEinsumCost& fc = out.einsums[ei];
       CostResult& scratch = out.tiles[ei];
-      evaluate_fused_einsum(plan, s, factors, ctx, fc, scratch);
+      evaluate_fused_einsum(plan, s, factors, ctx, fill, fc, scratch);
       out.contexts[ei] = ctx;
+      resident += fc.resident;
       if (!fc.tile.valid()) note_invalid(fc.tile.invalid, scratch.invalid_level, ei);
       own[i] = fc.own;
       // The stored tile: the tensor's words under the loops above its storage, the same seen
@@ -239,6 +286,7 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
     }
     for (int i = 0; i < n; ++i) {
       std::array<int64_t, kMaxLevels> usage = own[i];
+      if (b >= 0) usage[b] += resident;  // held above the loops, during every branch
       for (const Exchanged& x : exchanged)
         if (x.live_from <= i && i <= x.live_to) usage[b] += x.tile;
       out.usage[fg.einsums[i]] = usage;

@@ -19,6 +19,13 @@
 //    last consumer's (widened to the runs of the deeper loops just described); everything else an Einsum keeps is live during its own branch. Usage of a
 //    level is the sum of what is live during a branch, and the maximum over branches (and over
 //    the groups, which run one after another) must fit the level's capacity.
+//  - Storage above the split (FFM's storage nodes above the shared loops): a tensor that one
+//    Einsum of the group reads from the outermost level, indexed by none of the shared loops
+//    around it (a weight), may be kept resident at b for the whole group (FusionGroup::resident).
+//    Its tile is then the whole tensor, filled once instead of once per iteration, and reserved
+//    at b during every branch of the group. The fill's energy is charged once; for latency its
+//    words are spread evenly over the iterations (PlanLevel::extra_*_words), so that the Einsum's
+//    bandwidth demand is that of its whole run, as for any other transfer.
 //  - Energy is the sum over Einsums; latency is the sum over Einsums too (groups run in sequence,
 //    and inside a group the branches of one iteration run one after another).
 // An Einsum alone in its group is evaluated exactly as by the single-Einsum model.
@@ -36,8 +43,23 @@ namespace mapfuse {
 struct FusedContext {
   int backing_level = -1;  // b; -1 = unfused (alone in its group, no shared loops)
   TensorMask onchip = 0;   // the Einsum's tensors backed at b (exchanged inside the group)
+  TensorMask resident = 0; // the Einsum's tensors kept at b above the shared loops (storage above the split)
   int64_t iterations = 1;  // product of the shared loop factors
+  // Tensors backed at b as the tile mapping sees them: kept there, never fetched from above.
+  TensorMask at_b() const { return static_cast<TensorMask>(onchip | resident); }
 };
+
+// The one fill of a context's resident tensors from the outermost level into b.
+struct ResidentFill {
+  int64_t words = 0;     // words held at b for the whole group
+  double energy_pj = 0;  // outermost-level reads and b writes, once
+};
+
+// The resident fill of `ctx` on the tile plan of its Einsum, and that plan's bandwidth demand
+// for it: the words spread over the iterations as PlanLevel::extra_*_words of the outermost
+// level (reads) and of b (writes). Energy is charged per vector of block_size words, as the
+// model charges any transfer.
+ResidentFill apply_resident_fill(EvalPlan& tile_plan, const FusedContext& ctx);
 
 // One Einsum's share of a fused mapping.
 struct FusedEinsumCost {
@@ -46,19 +68,21 @@ struct FusedEinsumCost {
   double cycles = 0;         // tile.cycles * iterations
   int64_t iterations = 1;
   // Words per instance the Einsum's branch reserves at each level, without the exchanged tiles
-  // at b (those are the group's, see exchanged_tile).
+  // at b (those are the group's, see exchanged_tile) and the resident tensors.
   std::array<int64_t, kMaxLevels> own{};
+  int64_t resident = 0;  // words of its resident tensors at b, held during every branch of the group
   // Words of each of the Einsum's tensors backed at b (0 for the others).
   std::array<int64_t, kMaxTensors> exchanged_tile{};
 };
 
 // The single-Einsum model of one tile under a context, the common step of the fused evaluation
 // and of FFM's pmapping generation. `tile_plan` is compiled for the Einsum with its ranks divided
-// by the shared factors; `s` and `f` describe the tile's own mapping with the onchip tensors
-// kept at b, bypassing every level above, and flagged in FlatMapping::onchip_backing.
-// Allocation-free.
+// by the shared factors and prepared by apply_resident_fill (whose result is `fill`); `s` and
+// `f` describe the tile's own mapping with the onchip and resident tensors kept at b, bypassing
+// every level above, and flagged in FlatMapping::onchip_backing. Allocation-free.
 void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, const int64_t* f,
-                           const FusedContext& ctx, FusedEinsumCost& out, CostResult& scratch);
+                           const FusedContext& ctx, const ResidentFill& fill, FusedEinsumCost& out,
+                           CostResult& scratch);
 
 struct FusedCost {
   bool valid = false;             // structurally valid and within every capacity
@@ -81,7 +105,9 @@ struct FusedCost {
 // shared loop over a rank that does not index the Einsum's output plainly, or that steps an
 // exchanged tensor differently in its producer and a consumer, two loops over one rank, own
 // loops above the backing level, an exchanged tensor kept between b and DRAM, tiles of one
-// exchanged tensor that differ between its producer and a consumer). Capacity overflow is not
+// exchanged tensor that differ between its producer and a consumer, a resident tensor at
+// another level than b, indexed by a shared loop around its Einsum, or not kept at b).
+// Capacity overflow is not
 // an error: the result is returned with valid = false and the level named.
 FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c);
 
@@ -92,8 +118,8 @@ int plain_dim(const Einsum& e, int tensor, int rank);
 // The Einsum with each rank divided by its shared factor (shared[r], 1 = not shared).
 Einsum tile_einsum(const Einsum& e, const std::array<int64_t, kMaxRanks>& shared);
 
-// The flat form of a tile mapping under a context: the onchip tensors lose their DRAM keep bit
-// and are flagged as backed on chip.
+// The flat form of a tile mapping under a context: the onchip and resident tensors lose their
+// DRAM keep bit and are flagged as backed on chip.
 FlatMapping flatten_fused(const Mapping& m, const FusedContext& ctx, int n_levels);
 
 }  // namespace mapfuse

@@ -281,6 +281,11 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
         }
       }
     }
+    if (lv.extra_read_words != 0 || lv.extra_write_words != 0)
+      LANES {
+        rdw.v[k] += lv.extra_read_words;
+        wrw.v[k] += lv.extra_write_words;
+      }
     const Lane& in = w.inst[l];
     LANES {
       e.v[k] *= in.v[k];
@@ -305,6 +310,8 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
           rd += w.reads[l][t].v[k] / cc;
           wr += (w.fills[l][t].v[k] + w.updates[l][t].v[k]) / cc;
         }
+        rd += lv.extra_read_words / cc;
+        wr += lv.extra_write_words / cc;
         double slowdown = 1;
         if (lv.read_bw > 0 && lv.read_bw < rd) slowdown = std::min(slowdown, lv.read_bw / rd);
         if (lv.write_bw > 0 && lv.write_bw < wr) slowdown = std::min(slowdown, lv.write_bw / wr);

@@ -529,16 +529,19 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
     // that point, sum the per-instance demand tensor by tensor in double precision in Timeloop's
     // order, so that rounding up lands on the same whole cycle.
     const double limit = cc * (1 - 1e-9);
+    const double rdx = static_cast<double>(rd_words) + lv.extra_read_words,
+                 wrx = static_cast<double>(wr_words) + lv.extra_write_words;
     double c = 0;
-    if ((lv.read_bw > 0 && static_cast<double>(rd_words) > lv.read_bw * limit) ||
-        (lv.write_bw > 0 && static_cast<double>(wr_words) > lv.write_bw * limit) ||
-        (lv.shared_bw > 0 && static_cast<double>(rd_words + wr_words) > lv.shared_bw * limit)) {
+    if ((lv.read_bw > 0 && rdx > lv.read_bw * limit) || (lv.write_bw > 0 && wrx > lv.write_bw * limit) ||
+        (lv.shared_bw > 0 && rdx + wrx > lv.shared_bw * limit)) {
       double rd = 0, wr = 0;
       for (int t = 0; t < T; ++t) {
         if (!(s.keep[l] >> t & 1)) continue;
         rd += static_cast<double>(per[l][t].reads) / cc;
         wr += static_cast<double>(per[l][t].fills + per[l][t].updates) / cc;
       }
+      rd += lv.extra_read_words / cc;
+      wr += lv.extra_write_words / cc;
       double slowdown = 1;
       if (lv.read_bw > 0 && lv.read_bw < rd) slowdown = std::min(slowdown, lv.read_bw / rd);
       if (lv.write_bw > 0 && lv.write_bw < wr) slowdown = std::min(slowdown, lv.write_bw / wr);

@@ -59,6 +59,11 @@ struct PlanLevel {
   int64_t fanout_x = 1, fanout_y = 1;
   int64_t min_x = 1, min_y = 1;                          // instances the Einsum must use (min_usage)
   RoleMask multicast_x = kAllRoles, multicast_y = kAllRoles;  // roles sharing transfers across the axis
+  // Words per instance moved by each evaluation outside the mapping's own loops, which compete
+  // for the level's bandwidth (latency only; their energy is the caller's). Fused Einsums: a
+  // tensor kept above the shared loops is filled once for all iterations, spread evenly over
+  // them (engine/cost/fused.hpp). 0 for every single-Einsum mapping.
+  double extra_read_words = 0, extra_write_words = 0;
 };
 
 struct EvalPlan {

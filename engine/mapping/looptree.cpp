@@ -9,7 +9,7 @@ namespace mapfuse {
 LoopTree unfused_looptree(const Workload& w, const std::vector<Mapping>& mappings) {
   LoopTree t;
   for (size_t i = 0; i < w.einsums.size(); ++i)
-    t.groups.push_back({{static_cast<int>(i)}, {}, {}, {mappings.at(i)}});
+    t.groups.push_back({{static_cast<int>(i)}, {}, {}, {}, {mappings.at(i)}});
   return t;
 }
 
@@ -124,6 +124,29 @@ std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, 
     }
     for (const std::string& x : exchanged)
       if (!backed.count(x)) return fmt::format("fusion group {}: exchanged tensor '{}' has no backing level", g, x);
+    std::set<std::string> resident;
+    for (const TensorBacking& r : fg.resident) {
+      const int wt = w.tensor_index(r.tensor);
+      if (wt < 0) return fmt::format("fusion group {}: resident tensor '{}' does not exist", g, r.tensor);
+      const TensorInfo& ti = w.tensors[wt];
+      if (!resident.insert(r.tensor).second)
+        return fmt::format("fusion group {}: tensor '{}' is resident twice", g, r.tensor);
+      if (ti.consumers.size() != 1 ||
+          std::find(fg.einsums.begin(), fg.einsums.end(), ti.consumers[0]) == fg.einsums.end())
+        return fmt::format("fusion group {}: resident tensor '{}' must be read by exactly one Einsum, of this group", g,
+                           r.tensor);
+      if (ti.producer >= 0 && std::find(fg.einsums.begin(), fg.einsums.end(), ti.producer) != fg.einsums.end())
+        return fmt::format("fusion group {}: resident tensor '{}' is produced inside the group (back it instead)", g,
+                           r.tensor);
+      if (r.level < 0 || r.level >= L - 1)
+        return fmt::format("fusion group {}: resident tensor '{}' at level {}, not an on-chip level", g, r.tensor,
+                           r.level);
+      const Einsum& es = w.einsums[ti.consumers[0]];
+      const int et = es.tensor_index(r.tensor);
+      if (!(core_for(c, es).levels[r.level].may_keep & role_bit(es.tensors[et].role)))
+        return fmt::format("fusion group {}: level {} may not hold resident '{}' ({} of '{}')", g,
+                           c.levels[r.level].name, r.tensor, to_string(es.tensors[et].role), es.name);
+    }
     for (int i = 0; i < n; ++i) {
       const Einsum& e = w.einsums[fg.einsums[i]];
       // The shared loops take their factors out of the Einsum's ranks; its own mapping covers
@@ -164,6 +187,10 @@ std::string to_text(const LoopTree& t, const Workload& w, const Core& c) {
     if (!G.backing.empty()) {
       out += " | on chip:";
       for (const TensorBacking& b : G.backing) out += " " + b.tensor + "@" + c.levels[b.level].name;
+    }
+    if (!G.resident.empty()) {
+      out += " | resident:";
+      for (const TensorBacking& b : G.resident) out += " " + b.tensor + "@" + c.levels[b.level].name;
     }
     out += "\n";
     for (size_t k = 0; k < G.einsums.size() && k < G.mappings.size(); ++k)

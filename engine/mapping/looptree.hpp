@@ -38,6 +38,10 @@ struct FusionGroup {
   std::vector<int> einsums;              // Workload::einsums indices, in execution order
   std::vector<SharedLoop> shared_loops;  // outermost first
   std::vector<TensorBacking> backing;    // every tensor produced and consumed inside the group
+  // Storage above the split: tensors that one Einsum of the group reads from the outermost level
+  // (not produced in the group, read by no other Einsum of the workload) kept whole at `level`
+  // above the shared loops, held for the whole group and filled once (engine/cost/fused.hpp).
+  std::vector<TensorBacking> resident;
   std::vector<Mapping> mappings;         // one per Einsum: the loops below the shared ones
 };
 
@@ -53,11 +57,13 @@ LoopTree unfused_looptree(const Workload& w, const std::vector<Mapping>& mapping
 // covering a non-empty run of consecutive Einsums, the runs forming a tree; every exchanged
 // tensor backed once, at a level that may hold its roles, no lower than the shared loops that
 // step it; per Einsum, shared and own factors multiplying to each rank size; each Einsum's own
-// mapping structurally valid (check_structure). Capacity is the cost model's concern.
+// mapping structurally valid (check_structure); every resident tensor read by exactly one Einsum
+// of the workload, in the group, not produced there, held once at a level that may hold it.
+// Capacity is the cost model's concern.
 std::optional<std::string> check_looptree(const LoopTree& t, const Workload& w, const Core& c);
 
 // For people (reports, the CLI), one line per group and one per Einsum:
-//   group 1: MM0 -> MM1 | shared M=4 (MM0 M, MM1 M) above GLB | on chip: T1@GLB
+//   group 1: MM0 -> MM1 | shared M=4 (MM0 M, MM1 M) above GLB | on chip: T1@GLB | resident: W0@GLB
 //     MM0: DRAM[...] ... | GLB[...] ...
 std::string to_text(const LoopTree& t, const Workload& w, const Core& c);
 

@@ -21,6 +21,10 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   R = static_cast<int>(e.ranks.size());
   T = static_cast<int>(e.tensors.size());
   top = spec.top < 0 ? L - 1 : spec.top;
+  for (int l = 0; l < L; ++l) {
+    plan_.levels[l].extra_read_words = spec.extra_read_words[l];
+    plan_.levels[l].extra_write_words = spec.extra_write_words[l];
+  }
   budget_ = spec.budget ? spec.budget : &own_budget;
   over_ = spec.over ? spec.over : &own_over;
   x_ok.assign(L, 0);

@@ -61,6 +61,9 @@ struct TileSearchSpec {
   // between storage nodes. Cuts the splits that differ only in which side of an empty level a
   // factor sits (docs/mapper.md, "Pass-through levels").
   bool merge_passthrough = false;
+  // Per level, words moved by every evaluation outside the mapping's loops (PlanLevel::
+  // extra_read_words / extra_write_words): a fused context's resident fill.
+  std::array<double, kMaxLevels> extra_read_words{}, extra_write_words{};
   int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;

@@ -190,6 +190,14 @@ Brute brute_force(const Workload& w, const Core& c, PmappingOptions opt) {
         for (const TensorCompat& tc : out.pm[e].contexts[ch[e].context].compat)
           if (tc.fused() && w.tensors[tc.tensor].producer == e)
             for (int j = e; j <= w.tensors[tc.tensor].consumers.back(); ++j) live[j][tc.level] += tc.tile;
+      // Resident tensors (whole) live at b during every branch of their group.
+      for (int e = 0; e < E; ++e) {
+        const FusedContext& f = out.pm[e].contexts[ch[e].context].fused;
+        for (int ti = 0; ti < static_cast<int>(w.einsums[e].tensors.size()); ++ti)
+          if (f.resident >> ti & 1)
+            for (int j = 0; j < E; ++j)
+              if (group[j] == group[e]) live[j][f.backing_level] += w.einsums[e].tensor_volume(ti);
+      }
       // A branch fits when its own reservations plus the exchanged tiles live during it fit.
       for (int e = 0; e < E; ++e) {
         fitting[e].clear();
@@ -407,16 +415,34 @@ TEST_CASE("ffm: contexts of a matmul in a chain") {
   // and N (1, 2).
   PmappingOptions every;
   every.prune = false;
+  every.resident = false;
   const std::vector<PmappingContext> a = make_contexts(w, 0, c, every);
   CHECK(a.size() == 1 + 2 * 3 * 2);
   // MM1 consumes T1 and produces T2 (the last tensor, no consumer): only M may be shared (its K
   // does not index its output), so 1 + 2 levels x 3 factors.
   const std::vector<PmappingContext> b = make_contexts(w, 1, c, every);
   CHECK(b.size() == 1 + 2 * 3);
+  // Storage above the split: per level, MM0 may keep W0 (indexed by K and N) resident when only
+  // M is shared (factors 2 and 4), T0 (M and K) when only N is; MM1 its W1 when M is shared.
+  PmappingOptions with_resident = every;
+  with_resident.resident = true;
+  const std::vector<PmappingContext> ar = make_contexts(w, 0, c, with_resident),
+                                     br = make_contexts(w, 1, c, with_resident);
+  CHECK(ar.size() == a.size() + 2 * 3);
+  CHECK(br.size() == b.size() + 2 * 2);
+  for (const PmappingContext& ctx : ar)
+    if (ctx.fused.resident) {
+      CHECK(ctx.fused.iterations > 1);
+      CHECK(ctx.fused.resident == (ctx.shared[0] > 1 ? 0b010 : 0b001));  // W0 under M loops, T0 under N
+    }
+  for (const PmappingContext& ctx : br)
+    if (ctx.fused.resident) CHECK(ctx.fused.resident == 0b010);
   // With pruning, the one context of each that stores T1's whole 8-word tile at the 4-word Reg
   // is left out (no pmapping of it fits); nothing else.
   for (int i : {0, 1}) {
-    const std::vector<PmappingContext> all = make_contexts(w, i, c, every), kept = make_contexts(w, i, c, {});
+    PmappingOptions pruned;
+    pruned.resident = false;
+    const std::vector<PmappingContext> all = make_contexts(w, i, c, every), kept = make_contexts(w, i, c, pruned);
     CHECK(kept.size() == all.size() - 1);
     size_t k = 0;
     for (const PmappingContext& ctx : all) {
@@ -518,7 +544,8 @@ void check_fast_against_reference(const Workload& w, const Core& c, PmappingOpti
           fronts += !a.empty();
           // Kept pmappings re-evaluated one by one with the scalar model.
           const Einsum tile = tile_einsum(w.einsums[i], ctx[k].shared);
-          const EvalPlan plan = compile_plan(tile, c);
+          EvalPlan plan = compile_plan(tile, c);
+          const ResidentFill fill = apply_resident_fill(plan, ctx[k].fused);
           for (const Pmapping& p : fast.pmappings[k]) {
             const FlatMapping fm = flatten_fused(p.mapping, ctx[k].fused, static_cast<int>(c.levels.size()));
             const NestStructure s = analyze(plan, fm);
@@ -526,7 +553,7 @@ void check_fast_against_reference(const Workload& w, const Core& c, PmappingOpti
             for (int q = 0; q < fm.n_loops; ++q) f[q] = fm.loops[q].factor;
             FusedEinsumCost fc;
             CostResult scratch;
-            evaluate_fused_einsum(plan, s, f, ctx[k].fused, fc, scratch);
+            evaluate_fused_einsum(plan, s, f, ctx[k].fused, fill, fc, scratch);
             CHECK(fc.tile.valid());
             CHECK(fc.energy_pj == p.energy_pj);
             CHECK(fc.cycles == p.cycles);
@@ -666,6 +693,9 @@ TEST_CASE("ffm: joining in every Einsum order equals the brute force over every 
   CHECK_THROWS_WITH_AS(einsum_orders(w, 2), doctest::Contains("more than 2 orders"), InputError);
   PmappingOptions o;
   o.explore_orders = false;
+  // Without resident weights: with them, the workload's order reaches the other orders' optima
+  // on this workload, and the point here is what the orders add.
+  o.resident = false;
   int better = 0;
   for (const int64_t glb : {6, 9, 12, 16}) {
     const Core c = ffm_test_core(glb, 1);

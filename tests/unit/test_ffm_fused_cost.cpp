@@ -2,6 +2,8 @@
 // fused matmuls, reservations against capacity, and the inputs it rejects.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "engine/common/error.hpp"
 #include "engine/cost/fused.hpp"
 #include "engine/cost/model.hpp"
@@ -130,6 +132,81 @@ TEST_CASE("ffm fused cost: two matmuls fused at the buffer, hand-computed") {
     CHECK(s.invalid_level == buf);
     CHECK(s.energy_pj == f.energy_pj);  // the costs are still reported
     CHECK(evaluate_fused(fused_on_m(w, 2), w, fused_test_core(12)).valid);
+  }
+}
+
+// Storage above the split: the same tree with both weights kept resident in the buffer above
+// the shared M loop. Each is filled once (4 words from DRAM) instead of once per iteration, and
+// held during both branches.
+TEST_CASE("ffm fused cost: resident weights are filled once and held by every branch, hand-computed") {
+  const Workload w = two_matmuls();
+  const Core c = fused_test_core(64);
+  const int buf = 0, dram = 1;
+  const int T0 = 0, W0 = 1, W1 = 1;
+  LoopTree t = fused_on_m(w, 2);
+  t.groups[0].resident = {{"W0", buf}, {"W1", buf}};
+  REQUIRE_FALSE(check_looptree(t, w, c).has_value());
+  const FusedCost f = evaluate_fused(t, w, c);
+  REQUIRE(f.valid);
+  CHECK(f.contexts[0].resident == 1u << W0);
+  CHECK(f.contexts[1].resident == 1u << W1);
+  // A per tile: W0 never comes from DRAM and is not filled in the tile; T0 still is (4 words).
+  const CostResult& a = f.tiles[0];
+  CHECK(a.access[dram][W0].total() == 0);
+  CHECK(a.access[buf][W0].fills == 0);
+  CHECK(a.access[buf][W0].reads == 8);
+  CHECK(a.access[dram][T0].reads == 4);
+  // Per tile 8 MACs x 0.5 + buffer reads 20 x 1 + fills 4 x 2 + updates 8 x 3 + DRAM 4 x 100 =
+  // 456; twice, plus the one fill of W0: 4 DRAM reads and 4 buffer writes, 408.
+  CHECK(f.einsums[0].tile.energy_pj == 4 + 20 + 8 + 24 + 400);
+  CHECK(f.einsums[0].energy_pj == 2 * 456.0 + 408);
+  // The in-branch tree pays that fill twice: 1,728 pJ.
+  CHECK(f.einsums[0].energy_pj == 1728.0 - 408);
+  // Latency: per tile 4 DRAM words plus half of W0's fill (2): 6 words at 0.5 words per cycle,
+  // 12 cycles (the model divides the demand per compute cycle as Timeloop does, 0.75, and rounds
+  // the resulting cycles up) against 16 with W0 in the branch.
+  CHECK(f.einsums[0].cycles == 2 * std::ceil(8 / (0.5 / (6.0 / 8))));
+  CHECK(f.einsums[0].cycles < 32);
+  // B: T2's 4 updates to DRAM plus half of W1's fill per tile; the same energy saving.
+  CHECK(f.einsums[1].energy_pj == 2 * (4 + 20 + 8 + 24 + 800.0) - 408);
+  CHECK(f.einsums[1].cycles == 2 * std::ceil(8 / (0.5 / (6.0 / 8))));
+  // Reservations: each branch holds its own tile (T0, or T2: 4 words), T1's tile (4) and both
+  // resident weights (8), against 12 with the weights in their branches.
+  CHECK(f.einsums[0].own[buf] == 4);
+  CHECK(f.einsums[0].resident == 4);
+  CHECK(f.einsums[1].resident == 4);
+  CHECK(f.usage[0][buf] == 16);
+  CHECK(f.usage[1][buf] == 16);
+  CHECK(f.peak[buf] == 16);
+  CHECK_FALSE(evaluate_fused(t, w, fused_test_core(15)).valid);
+  CHECK(evaluate_fused(t, w, fused_test_core(16)).valid);
+  // What the LoopTree says.
+  CHECK(to_text(t, w, c).find("resident: W0@Buffer W1@Buffer") != std::string::npos);
+
+  SUBCASE("a resident tensor a shared loop steps is rejected") {
+    LoopTree n = fused_on_m(w, 1);
+    n.groups[0].shared_loops.push_back({{1, 0}, 2, 0});  // A's N and B's M: W0 is indexed by N
+    for (int i = 0; i < 2; ++i) {
+      Einsum tile = w.einsums[i];
+      tile.ranks[i == 0 ? 1 : 0].size /= 2;
+      n.groups[0].mappings[i] = all_in_buffer(tile);
+    }
+    n.groups[0].resident = {{"W0", buf}};
+    CHECK_THROWS_WITH_AS(evaluate_fused(n, w, c), doctest::Contains("indexed by shared loop"), InputError);
+  }
+  SUBCASE("malformed resident entries") {
+    LoopTree n = t;
+    n.groups[0].resident = {{"T1", buf}};
+    CHECK(check_looptree(n, w, c).value_or("").find("produced inside the group") != std::string::npos);
+    n.groups[0].resident = {{"W0", dram}};
+    CHECK(check_looptree(n, w, c).value_or("").find("not an on-chip level") != std::string::npos);
+    n.groups[0].resident = {{"W0", buf}, {"W0", buf}};
+    CHECK(check_looptree(n, w, c).value_or("").find("resident twice") != std::string::npos);
+    n.groups[0].resident = {{"nothing", buf}};
+    CHECK(check_looptree(n, w, c).value_or("").find("does not exist") != std::string::npos);
+    n.groups[0].mappings[0].levels[0].keep = 0b101;  // W0 not kept in the buffer
+    n.groups[0].resident = {{"W0", buf}};
+    CHECK_THROWS_WITH_AS(evaluate_fused(n, w, c), doctest::Contains("must keep resident tensor 'W0'"), InputError);
   }
 }
 

@@ -25,7 +25,7 @@ TEST_CASE("looptree: two fused matmuls and the checks that reject broken trees")
     r.ranks[mr].size /= 64;
     return trivial_mapping(r, c);
   };
-  FusionGroup g{{0, 1}, {{{am, bm}, 64, 2}}, {{exchanged, 2}}, {rest(a, am), rest(b, bm)}};
+  FusionGroup g{{0, 1}, {{{am, bm}, 64, 2}}, {{exchanged, 2}}, {}, {rest(a, am), rest(b, bm)}};
   LoopTree t{{g}};
   CHECK_FALSE(check_looptree(t, w, c).has_value());
 

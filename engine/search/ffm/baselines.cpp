@@ -66,7 +66,7 @@ class Space {
         const int b = ctx.fused.backing_level;
         if (b < 0 || b >= L - 1) return false;
         const auto& keep = spaces_[i].levels[b].keep;
-        return keep && (ctx.fused.onchip & ~*keep) != 0;
+        return keep && (ctx.fused.at_b() & ~*keep) != 0;
       });
     }
     drop_unmatched_contexts(w, contexts_);
@@ -118,12 +118,12 @@ class Space {
     g.outside.resize(E_, 0);
     g.tile[i] = draw_tile(i, g.context[i], rng, g.outside[i]);
     const PmappingContext& ctx = contexts_[i][g.context[i]];
-    const EvalPlan& plan = plan_for(i, g.context[i]);
+    const Priced& plan = plan_for(i, g.context[i]);
     const FlatMapping fm = flatten_fused(g.tile[i], ctx.fused, static_cast<int>(c_.levels.size()));
-    const NestStructure s = analyze(plan, fm);
+    const NestStructure s = analyze(plan.plan, fm);
     int64_t factors[kMaxLoops];
     for (int k = 0; k < fm.n_loops; ++k) factors[k] = fm.loops[k].factor;
-    evaluate_fused_einsum(plan, s, factors, ctx.fused, g.cost[i], scratch_);
+    evaluate_fused_einsum(plan.plan, s, factors, ctx.fused, plan.fill, g.cost[i], scratch_);
   }
 
   // A tile mapping of context k of Einsum i: loops only up to the context's top level, the
@@ -144,7 +144,7 @@ class Space {
     }
     const int b = ctx.fused.backing_level;
     if (b >= 0 && b < L - 1 && !ms.levels[b].keep) {  // a keep constraint there includes the backed tensors
-      TensorMask keep = ctx.fused.onchip;
+      TensorMask keep = ctx.fused.at_b();
       for (int t = 0; t < T; ++t)
         if ((core_for(c_, tile).levels[b].may_keep & role_bit(tile.tensors[t].role)) && (rng() & 1)) keep |= static_cast<TensorMask>(1u << t);
       ms.levels[b].keep = keep;
@@ -171,7 +171,13 @@ class Space {
     for (int first = 0; first < E_;) {
       int last = first;  // the group: first..last, each later member joins by an on-chip tensor
       while (last + 1 < E_ && joins(g, last + 1)) ++last;
-      for (int i = first; i <= last; ++i) usage_[i] = g.cost[i].own;
+      int64_t resident = 0;  // held at b above the group's loops, during every branch
+      for (int i = first; i <= last; ++i) resident += g.cost[i].resident;
+      for (int i = first; i <= last; ++i) {
+        usage_[i] = g.cost[i].own;
+        const int b = contexts_[i][g.context[i]].fused.backing_level;
+        if (b >= 0) usage_[i][b] += resident;
+      }
       // Each tensor exchanged inside the group is live at b from its producer to its last consumer.
       for (int p = first; p <= last; ++p)
         for (const TensorCompat& tc : contexts_[p][g.context[p]].compat) {
@@ -218,8 +224,18 @@ class Space {
     return false;
   }
 
-  const EvalPlan& plan_for(int i, int k) const {
-    if (!plans_[i][k]) plans_[i][k] = std::make_unique<EvalPlan>(compile_plan(tile_einsum(w_.einsums[i], contexts_[i][k].shared), c_));
+  // A context's tile plan, with its resident fill (apply_resident_fill).
+  struct Priced {
+    EvalPlan plan;
+    ResidentFill fill;
+  };
+  const Priced& plan_for(int i, int k) const {
+    if (!plans_[i][k]) {
+      auto p = std::make_unique<Priced>();
+      p->plan = compile_plan(tile_einsum(w_.einsums[i], contexts_[i][k].shared), c_);
+      p->fill = apply_resident_fill(p->plan, contexts_[i][k].fused);
+      plans_[i][k] = std::move(p);
+    }
     return *plans_[i][k];
   }
 
@@ -282,7 +298,7 @@ class Space {
   std::vector<Mapspace> spaces_;  // per Einsum: its constraints (empty: none)
   std::vector<std::vector<int>> local_;  // [Einsum][workload tensor] -> the Einsum's tensor index, -1
   // Caches and scratch of the single-threaded search (mutable: filled on first use).
-  mutable std::vector<std::vector<std::unique_ptr<EvalPlan>>> plans_;  // per context
+  mutable std::vector<std::vector<std::unique_ptr<Priced>>> plans_;  // per context
   mutable CostResult scratch_;
   mutable std::vector<std::array<int64_t, kMaxLevels>> usage_;
 };

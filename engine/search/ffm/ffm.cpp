@@ -52,6 +52,11 @@ struct Partial {
   // every earlier branch of the run holds it too (a reservation the key does not fix: a Pareto
   // criterion while the run is open).
   int64_t run_peak = 0;
+  // Storage above the split: the open fusion group's resident words at its backing level (held
+  // during every branch of the group, those to come included) and the maximum usage there over
+  // the group's branches so far without them. Both are Pareto criteria while the group is open
+  // (the key fixes neither); when it closes, their sum joins `closed`.
+  int64_t resident = 0, group_peak = 0;
   int32_t parent_group = -1, parent_item = -1;
   int32_t context = -1, pmapping = -1;
 };
@@ -162,6 +167,8 @@ LoopTree build_looptree(const Workload& w, const Core& c, const std::vector<Eins
     for (const TensorCompat& tc : ctx.compat)
       if (tc.fused() && w.tensors[tc.tensor].producer == i)
         t.groups[open_group].backing.push_back({w.tensors[tc.tensor].name, tc.level});
+    for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
+      if (ctx.fused.resident >> ti & 1) t.groups[open_group].resident.push_back({e.tensors[ti].name, ctx.fused.backing_level});
   }
   return t;
 }
@@ -221,6 +228,21 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
   const std::vector<int> tracked = tracked_levels(c);
   FfmResult out;
   out.peak_records_bytes = held;
+  // Resident words per context, and whether an Einsum from i on can still add some (then the
+  // open group's usage so far is a criterion too).
+  std::vector<std::vector<int64_t>> resident_words(E);
+  std::vector<bool> resident_later(E + 1, false);
+  for (int i = E - 1; i >= 0; --i) {
+    resident_later[i] = resident_later[i + 1];
+    for (const PmappingContext& ctx : pm[i].contexts) {
+      int64_t words = 0;
+      for (int ti = 0; ti < static_cast<int>(w.einsums[i].tensors.size()); ++ti)
+        if (ctx.fused.resident >> ti & 1) words += w.einsums[i].tensor_volume(ti);
+      resident_words[i].push_back(words);
+      resident_later[i] = resident_later[i] || words > 0;
+    }
+  }
+  const bool any_resident = resident_later[0];
   // Lookahead tables: for every Einsum, the compatibilities it can offer for each tensor.
   std::vector<std::unordered_map<int, std::vector<TensorCompat>>> offers(E);
   for (int i = 0; i < E; ++i)
@@ -333,6 +355,7 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
                   [](const TensorCompat& a, const TensorCompat& b) { return a.tensor < b.tensor; });
         key.start = !fused_after ? -1 : joins_group ? g.key.start : i;
         if (key.start < 0) key.sub = -1, key.held = 0, key.held_level = 0;
+        const int64_t ctx_resident = resident_words[i][k];
         auto [pos, inserted] = index.try_emplace(key, next.size());
         if (inserted) next.push_back(Group{key, {}});
         std::vector<Partial>& dst = next[pos->second].items;
@@ -357,6 +380,18 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
               if (c.levels[b].entries > 0 && n.run_peak * c.levels[b].multiple_buffering > c.levels[b].entries)
                 fits = false;
             }
+            if (b >= 0 && any_resident) {
+              // Every branch of the group holds its resident tensors, those joined later too.
+              n.resident = (joins_group ? p.resident : 0) + ctx_resident;
+              n.group_peak = std::max({joins_group ? p.group_peak : 0, q.own[b] + live[b], n.run_peak});
+              if (c.levels[b].entries > 0 &&
+                  (n.group_peak + n.resident) * c.levels[b].multiple_buffering > c.levels[b].entries)
+                fits = false;
+              if (key.start < 0) {  // the group is complete
+                n.closed[b] = std::max(n.closed[b], n.group_peak + n.resident);
+                n.resident = n.group_peak = 0;
+              }
+            }
             if (!fits) continue;
             n.energy_pj = p.energy_pj + q.energy_pj;
             n.cycles = p.cycles + q.cycles;
@@ -379,9 +414,9 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
     // tiles live during it, all of them open tensors fixed by the group's key, and every
     // finished branch has been checked against the capacity when it was joined. So the
     // consolidated reservations of the finished branches (`closed`) can change no later
-    // decision; they are kept as the mapping's peak usage. (Storage kept across the shared
-    // loops, not modelled yet, would add reservations that outlive a branch and are not fixed by
-    // the key: those would become pruning criteria here.)
+    // decision; they are kept as the mapping's peak usage. Resident tensors outlive a branch
+    // and are not fixed by the key: while their group is open, its resident words and (when a
+    // later Einsum may add more) its usage so far are criteria too.
     std::vector<Group> kept;
     for (Group& g : next) {
       if (!bound.empty()) {
@@ -390,10 +425,19 @@ FfmResult join_impl(const Workload& w, const Core& c, std::vector<EinsumPmapping
         st.bound_pruned += static_cast<int64_t>(before - g.items.size());
       }
       if (g.items.empty() || !can_continue(g.key, i)) continue;
-      // While a nested run is open, its peak is a criterion too (exact: not rounded).
-      const std::vector<size_t> front = pareto_front(g.items.size(), g.key.sub >= 0 ? 3 : 2, [&](size_t a, size_t k) {
+      // While a nested run is open, its peak is a criterion too (exact: not rounded); so are the
+      // open group's resident words and usage so far.
+      std::vector<int> extra;  // 0: run_peak, 1: resident, 2: group_peak
+      if (g.key.sub >= 0) extra.push_back(0);
+      if (any_resident && g.key.start >= 0) {
+        extra.push_back(1);
+        if (resident_later[i + 1]) extra.push_back(2);
+      }
+      const std::vector<size_t> front = pareto_front(g.items.size(), 2 + extra.size(), [&](size_t a, size_t k) {
         const Partial& p = g.items[a];
-        return k == 2 ? static_cast<double>(p.run_peak) : rounded(k == 0 ? p.energy_pj : p.cycles, eps);
+        if (k < 2) return rounded(k == 0 ? p.energy_pj : p.cycles, eps);
+        const int x = extra[k - 2];
+        return static_cast<double>(x == 0 ? p.run_peak : x == 1 ? p.resident : p.group_peak);
       });
       Group h{std::move(g.key), {}};
       h.items.reserve(front.size());
@@ -633,8 +677,8 @@ std::string einsum_key(const Einsum& e, const std::vector<ConstraintSpec>& const
 // ... and of a context: what tile_classes compares (the tiling, not the nesting or the
 // compatibilities).
 std::string context_key(const Einsum& e, const PmappingContext& ctx) {
-  std::string k = fmt::format("#{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip),
-                              ctx.fused.iterations, ctx.top_level);
+  std::string k = fmt::format("#{}:{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip),
+                              static_cast<int>(ctx.fused.resident), ctx.fused.iterations, ctx.top_level);
   for (size_t r = 0; r < e.ranks.size(); ++r) k += fmt::format("{},", ctx.shared[r]);
   return k;
 }

@@ -103,9 +103,36 @@ void add_nested(const Einsum& e, const PmappingContext& base, const std::vector<
   }
 }
 
+// Storage above the split: the variants of every fused context with shared loops (from
+// out[from] on) that keep a non-empty set of resident candidates at b. A candidate is read from
+// the outermost level by this Einsum alone (one storage node serves one reader, so that each
+// pmapping's fill and reservation are the whole LoopTree's) and indexed by no shared rank.
+void add_resident(const Workload& w, const Einsum& e, const Core& c, size_t from, std::vector<PmappingContext>& out) {
+  const size_t n = out.size();
+  for (size_t k = from; k < n; ++k) {
+    const FusedContext& f = out[k].fused;
+    if (f.backing_level < 0 || f.iterations <= 1) continue;
+    std::vector<int> candidates;
+    for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti) {
+      const TensorInfo& info = w.tensors[w.tensor_index(e.tensors[ti].name)];
+      if (ti == e.output_index() || (f.onchip >> ti & 1) || info.consumers.size() != 1) continue;
+      if (!(c.levels[f.backing_level].may_keep & role_bit(e.tensors[ti].role))) continue;
+      bool stepped = false;
+      for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r) stepped |= out[k].shared[r] > 1 && e.rank_relevant(ti, r);
+      if (!stepped) candidates.push_back(ti);
+    }
+    for (unsigned set = 1; set < (1u << candidates.size()); ++set) {
+      PmappingContext ctx = out[k];
+      for (size_t j = 0; j < candidates.size(); ++j)
+        if (set >> j & 1) ctx.fused.resident |= static_cast<TensorMask>(1u << candidates[j]);
+      out.push_back(std::move(ctx));
+    }
+  }
+}
+
 // Whether the tiles a context stores at its backing level (every on-chip tensor the Einsum
-// touches) fit that level together.
-bool stored_tiles_fit(const Core& c, const PmappingContext& ctx) {
+// touches, every resident one) fit that level together.
+bool stored_tiles_fit(const Einsum& e, const Core& c, const PmappingContext& ctx) {
   const int b = ctx.fused.backing_level;
   if (b < 0) return true;
   const Level& lv = c.levels[static_cast<size_t>(b)];
@@ -113,6 +140,8 @@ bool stored_tiles_fit(const Core& c, const PmappingContext& ctx) {
   int64_t words = 0;
   for (const TensorCompat& tc : ctx.compat)
     if (tc.fused() && tc.level == b) words += tc.tile;
+  for (int ti = 0; ti < static_cast<int>(e.tensors.size()); ++ti)
+    if (ctx.fused.resident >> ti & 1) words += e.tensor_volume(ti);
   return words * lv.multiple_buffering <= lv.entries;
 }
 
@@ -216,7 +245,8 @@ std::vector<PmappingContext> make_contexts(const Workload& w, int ei, const Core
   // b has no valid pmapping. Its tile search would still enumerate every inner choice before the
   // top level rejects them all (GPT-3 at batch 64 / 4,096 tokens: 226 CPU-s in 1,659 such
   // contexts). Kept without pruning, so that the brute forces of the tests see them.
-  if (o.prune) std::erase_if(out, [&](const PmappingContext& ctx) { return !stored_tiles_fit(c, ctx); });
+  if (o.resident) add_resident(w, e, c, 1, out);
+  if (o.prune) std::erase_if(out, [&](const PmappingContext& ctx) { return !stored_tiles_fit(e, c, ctx); });
   return out;
 }
 
@@ -246,7 +276,7 @@ struct Enumerator {
     TensorMask allowed = 0;
     for (int t = 0; t < T; ++t)
       if (c.levels[l].may_keep & role_bit(e.tensors[t].role)) allowed |= static_cast<TensorMask>(1u << t);
-    const TensorMask must = (b >= 0 && l == b) ? ctx.fused.onchip : TensorMask{0};
+    const TensorMask must = (b >= 0 && l == b) ? ctx.fused.at_b() : TensorMask{0};
     std::vector<TensorMask> out;
     for (unsigned k = 0; k <= allowed; ++k)
       if ((k & ~allowed) == 0 && (k & must) == must) out.push_back(static_cast<TensorMask>(k));
@@ -425,7 +455,8 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Co
   for (size_t k = 0; k < out.contexts.size(); ++k) {
     const PmappingContext& ctx = out.contexts[k];
     const Einsum tile = tile_einsum(e, ctx.shared);
-    const EvalPlan plan = compile_plan(tile, c);
+    EvalPlan plan = compile_plan(tile, c);
+    const ResidentFill fill = apply_resident_fill(plan, ctx.fused);
     std::vector<Pmapping>& list = out.pmappings[k];
     out.capacity_pruned += enumerate_tile_mappings(tile, c, ctx, o, [&](const Mapping& m) {
       if (o.max_evaluations > 0 && out.evaluated >= o.max_evaluations)
@@ -436,14 +467,17 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Co
       const NestStructure s = analyze(plan, fm);
       int64_t f[kMaxLoops];
       for (int i = 0; i < fm.n_loops; ++i) f[i] = fm.loops[i].factor;
-      evaluate_fused_einsum(plan, s, f, ctx.fused, fc, scratch);
+      evaluate_fused_einsum(plan, s, f, ctx.fused, fill, fc, scratch);
       if (!fc.tile.valid()) return;
       if (o.prune) {
-        // The branch holds at least its own tiles and the exchanged tiles it touches.
+        // The branch holds at least its own tiles, the exchanged tiles it touches and the group's
+        // resident tensors (its own among them).
         for (int l : tracked) {
           int64_t usage = fc.own[l];
-          if (l == ctx.fused.backing_level)
+          if (l == ctx.fused.backing_level) {
+            usage += fc.resident;
             for (int t = 0; t < static_cast<int>(e.tensors.size()); ++t) usage += fc.exchanged_tile[t];
+          }
           if (usage * c.levels[l].multiple_buffering > c.levels[l].entries) return;
         }
       }
@@ -485,8 +519,11 @@ struct PmappingSink final : TileSink {
   std::vector<Entry> list;  // with pruning: the front, by energy ascending
   TileCandidate::Key scratch_key{};
 
-  PmappingSink(const Einsum& e_, const Core& c_, const PmappingContext& ctx_, const std::vector<int>& tracked_, bool prune_)
-      : e(e_), c(c_), ctx(ctx_), tracked(tracked_), res(reservation_levels(c_, ctx_)), prune(prune_) {
+  const ResidentFill fill;  // the context's resident tensors: words held at b, energy of their one fill
+
+  PmappingSink(const Einsum& e_, const Core& c_, const PmappingContext& ctx_, const std::vector<int>& tracked_,
+               bool prune_, const ResidentFill& fill_)
+      : e(e_), c(c_), ctx(ctx_), tracked(tracked_), res(reservation_levels(c_, ctx_)), prune(prune_), fill(fill_) {
     L = static_cast<int>(c.levels.size());
     T = static_cast<int>(e.tensors.size());
     K = 2 + static_cast<int>(res.size());
@@ -505,6 +542,7 @@ struct PmappingSink final : TileSink {
     // without the exchanged tiles at b.
     const int b = ctx.fused.backing_level;
     const TensorMask onchip = b >= 0 ? ctx.fused.onchip : TensorMask{0};
+    const TensorMask resident = b >= 0 ? ctx.fused.resident : TensorMask{0};
     std::array<int64_t, kMaxLevels> own{};
     int64_t exchanged = 0;
     int64_t ext[kMaxRanks];
@@ -515,7 +553,8 @@ struct PmappingSink final : TileSink {
         ext[r] *= cand.factor(l, LoopKind::Temporal, r) * cand.factor(l, LoopKind::SpatialX, r) *
                   cand.factor(l, LoopKind::SpatialY, r);
       TensorMask keep = (*cand.keep)[l];
-      if (l == L - 1) keep = static_cast<TensorMask>(keep & ~onchip);
+      if (l == L - 1) keep = static_cast<TensorMask>(keep & ~(onchip | resident));
+      if (l == b) keep = static_cast<TensorMask>(keep & ~resident);  // the group's: fill.words
       for (int t = 0; t < T; ++t) {
         if (!(keep >> t & 1)) continue;
         int64_t v = 1;
@@ -527,12 +566,13 @@ struct PmappingSink final : TileSink {
         else own[l] += v;
       }
     }
-    if (prune)  // the branch holds at least its own tiles and the exchanged tiles it touches
+    if (prune)  // the branch holds at least its own tiles, the exchanged tiles it touches and its resident tensors
       for (int l : tracked)
-        if ((own[l] + (l == b ? exchanged : 0)) * c.levels[l].multiple_buffering > c.levels[l].entries) return;
+        if ((own[l] + (l == b ? exchanged + fill.words : 0)) * c.levels[l].multiple_buffering > c.levels[l].entries)
+          return;
     const double it = static_cast<double>(ctx.fused.iterations);
     std::array<double, 2 + kMaxLevels> crit{};
-    crit[0] = cost.energy_pj * it;
+    crit[0] = cost.energy_pj * it + fill.energy_pj;
     crit[1] = cost.cycles * it;
     for (size_t j = 0; j < res.size(); ++j) crit[2 + j] = static_cast<double>(own[res[j]]);
     if (prune && dominated(crit)) return;  // cheap rejection before anything is built
@@ -556,7 +596,7 @@ struct PmappingSink final : TileSink {
   bool beaten(double energy_pj, double cycles, int level, int64_t words) override {
     if (!prune) return false;
     const double it = static_cast<double>(ctx.fused.iterations);
-    const double en = energy_pj * it, cy = cycles * it;
+    const double en = energy_pj * it + fill.energy_pj, cy = cycles * it;
     std::array<double, 2 + kMaxLevels> lb{};
     for (size_t j = 0; j < res.size(); ++j) lb[2 + j] = res[j] == level ? static_cast<double>(words) : 0;
     for (const Entry& p : list) {
@@ -668,12 +708,19 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
   std::vector<Einsum> tiles;
   tiles.reserve(K);
   for (const PmappingContext& ctx : out.contexts) tiles.push_back(merge_ranks(tile_einsum(e, ctx.shared), merge));
+  std::vector<ResidentFill> fills(K);  // per context, made with its search
   auto make_search = [&](size_t k) {
     const PmappingContext& ctx = out.contexts[k];
     TileSearchSpec spec;
     spec.top = ctx.top_level;
     spec.backing_level = ctx.fused.backing_level;
-    spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.onchip : TensorMask{0};
+    spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.at_b() : TensorMask{0};
+    EvalPlan with_fill = compile_plan(tiles[k], c);
+    fills[k] = apply_resident_fill(with_fill, ctx.fused);
+    for (int l = 0; l < with_fill.n_levels; ++l) {
+      spec.extra_read_words[l] = with_fill.levels[l].extra_read_words;
+      spec.extra_write_words[l] = with_fill.levels[l].extra_write_words;
+    }
     spec.prune = o.prune;
     spec.reduce_orders = o.reduce_orders;
     spec.merge_supports = true;
@@ -736,13 +783,13 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
 #pragma omp for schedule(dynamic, 1) nowait
       for (int64_t n = 0; n < static_cast<int64_t>(blocks.size()); ++n) {
         const auto [k, i] = blocks[static_cast<size_t>(n)];
-        if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
+        if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune, fills[k]);
         worker.complete(*searches[k], survivors[k], size_t{i} * kRowsPerItem, (size_t{i} + 1) * kRowsPerItem, *mine[k]);
       }
 #pragma omp for schedule(dynamic, 1)
       for (int64_t n = 0; n < static_cast<int64_t>(items.size()); ++n) {
         const auto [k, i] = items[static_cast<size_t>(n)];
-        if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune);
+        if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune, fills[k]);
         worker.run(*searches[k], i, *mine[k]);
       }
       worker.finish();  // nothing parked refers to the wave's searches any more
@@ -772,7 +819,7 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
   out.bound_skipped = bound_skipped;
   out.fanout_skipped = fanout_skipped;
   for (size_t k = 0; k < K; ++k) {
-    PmappingSink merged(tiles[k], c, out.contexts[k], tracked, o.prune);
+    PmappingSink merged(tiles[k], c, out.contexts[k], tracked, o.prune, fills[k]);
     for (auto& v : sinks)
       if (v[k]) {
         if (o.prune)
@@ -813,14 +860,14 @@ RankMerge generation_merge(const Einsum& e, const Core& c, const PmappingOptions
 std::vector<size_t> tile_classes(const Einsum& e, const Core& c, const PmappingOptions& o,
                                  const std::vector<PmappingContext>& contexts) {
   const RankMerge merge = generation_merge(e, c, o);
-  using TileKey = std::tuple<int, TensorMask, int, std::vector<int64_t>>;
+  using TileKey = std::tuple<int, TensorMask, TensorMask, int, std::vector<int64_t>>;
   std::map<TileKey, size_t> seen;
   std::vector<size_t> of(contexts.size());
   for (size_t k = 0; k < contexts.size(); ++k) {
     const PmappingContext& x = contexts[k];
     std::vector<int64_t> sizes;
     for (const Rank& r : merge_ranks(tile_einsum(e, x.shared), merge).ranks) sizes.push_back(r.size);
-    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.top_level, std::move(sizes)}, seen.size())
+    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.fused.resident, x.top_level, std::move(sizes)}, seen.size())
                 .first->second;
   }
   return of;

@@ -80,6 +80,9 @@ struct PmappingOptions {
   // Einsums inside a fusion group shares below the group's loops (0 = none: every loop of a
   // group covers all of it). Two levels: the group's loops and one nested run's.
   int nested_loops = 0;
+  // Storage above the split (engine/cost/fused.hpp): fused contexts also in variants that keep
+  // tensors no shared loop steps (weights) resident at the backing level for the whole group.
+  bool resident = true;
   int64_t max_evaluations = 0; // InputError beyond this many evaluations per Einsum; 0 = no limit
   // Mapspace constraints (Timeloop-style, engine/search/mapspace_toml.hpp) on every context's
   // tile mappings: loop orders, factor bounds, kept tensors, spatial ranks. A keep constraint
@@ -106,7 +109,9 @@ struct EinsumPmappings {
 
 // Every context of an Einsum: unfused, and for each non-empty set of its intermediate tensors,
 // each on-chip level that may hold them and each choice of shared factors (divisors) over the
-// ranks that may carry a shared loop. With o.prune, contexts whose stored tiles alone overflow
+// ranks that may carry a shared loop; with o.resident, each fused one with shared loops also
+// with every non-empty set of its resident candidates (tensors it alone reads from the
+// outermost level, stepped by none of its shared loops, that the backing level may hold). With o.prune, contexts whose stored tiles alone overflow
 // their backing level are left out (they have no valid pmapping).
 std::vector<PmappingContext> make_contexts(const Workload& w, int einsum, const Core& c,
                                            const PmappingOptions& o);
