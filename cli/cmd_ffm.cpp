@@ -40,7 +40,7 @@ Command add_ffm_command(CLI::App& app) {
   struct Options {
     std::string arch = "tpuv4i", workload, objective = "edp", constraints;
     ZooParams zoo;
-    bool no_fusion = false, json = false, front = false, no_partial = false, all_orders = false;
+    bool no_fusion = false, json = false, front = false, no_partial = false, all_orders = false, no_resident = false;
     std::vector<std::string> must_fuse, must_not_fuse;
     int64_t max_memory_mib = 0;
     double epsilon = 0;
@@ -70,6 +70,9 @@ Command add_ffm_command(CLI::App& app) {
                   "nested fusion: up to this many loops per Einsum that a run of consecutive Einsums inside a "
                   "fusion group shares below the group's loops (0 = every loop covers the whole group)")
       ->check(CLI::Range(0, 4));
+  cmd->add_flag("--no-resident", o->no_resident,
+                "no storage above the split: weights are fetched in every iteration of their group's shared loops "
+                "instead of being kept resident at the backing level");
   cmd->add_option("--constraints", o->constraints,
                   "mapspace constraints TOML ([[constraint]] tables, as for `map`) on every Einsum's tile mappings");
   cmd->add_flag("--front", o->front, "print every point of the energy-latency front");
@@ -90,6 +93,7 @@ Command add_ffm_command(CLI::App& app) {
             opt.epsilon = o->epsilon;
             opt.all_orders = o->all_orders;
             opt.pmappings.nested_loops = o->nested_loops;
+            opt.pmappings.resident = !o->no_resident;
             if (!o->constraints.empty()) opt.pmappings.constraints = load_constraints(o->constraints);
             const ffm::FfmResult r = ffm::ffm_search(w, core, opt);
             const ffm::FfmSolution* best = r.best(objective);

@@ -226,6 +226,7 @@ FfmSetup ffm_setup(const nlohmann::json& p) {
   s.opt.epsilon = p.at("epsilon").get<double>();
   s.opt.all_orders = p.value("all_orders", false);
   s.opt.pmappings.nested_loops = static_cast<int>(p.value("nested_loops", int64_t{0}));
+  s.opt.pmappings.resident = p.value("resident", true);
   if (const std::string c = p.value("constraints", std::string{}); !c.empty()) s.opt.pmappings.constraints = load_constraints(c);
   return s;
 }

@@ -244,6 +244,7 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     s.method.group_identical = m->opt_bool("group_identical").value_or(true);
     s.method.all_orders = m->opt_bool("all_orders").value_or(false);
     s.method.nested_loops = m->opt_integer("nested_loops").value_or(0);
+    s.method.resident = m->opt_bool("resident").value_or(true);
     if (s.method.nested_loops < 0 || s.method.nested_loops > 4)
       m->fail("nested_loops", "must be 0 (no nested fusion) to 4 loops per Einsum of a nested run");
     if (m->has("seeds")) {
@@ -350,6 +351,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
         // Only when given, so that the units (and their ids) of studies without stay as they were.
         if (!a.constraints.empty()) base["constraints"] = a.constraints;
         if (m.nested_loops > 0) base["nested_loops"] = m.nested_loops;
+        if (!m.resident) base["resident"] = false;
         for (const std::string& method : m.names) {
           if (method == "ffm") {
             for (size_t i = 0; i < einsums[wi].size(); ++i)

@@ -92,6 +92,7 @@ struct StudyMethod {
   double epsilon = 0;           // ffm: two-pass epsilon pruning of the join (0 = one exact join)
   bool all_orders = false;      // ffm: join in every order of the Einsums (FfmOptions::all_orders)
   int64_t nested_loops = 0;     // ffm: nested fusion, loops per Einsum of a nested run (PmappingOptions::nested_loops)
+  bool resident = true;         // ffm: storage above the split, weights resident (PmappingOptions::resident)
 };
 
 struct Study {

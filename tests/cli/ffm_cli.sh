@@ -16,6 +16,8 @@ head -n 6 "$fixtures/chain3.toml" | sed 's/name = "chain3"/name = "single"/' >"$
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" >"$tmp/text.txt"
 # A chain has one order of its Einsums: joining in every order changes nothing.
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --all-orders >"$tmp/orders.json"
+# Without storage above the split: never better, and no group keeps a resident tensor.
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --no-resident >"$tmp/no_resident.json"
 /usr/bin/python3 - "$tmp" <<'PY'
 import json, sys
 d = sys.argv[1]
@@ -34,6 +36,8 @@ assert o['orders_joined'] == 1 and o['edp'] == f['edp'] and o['front'] == f['fro
 assert f['edp'] <= x['edp'] and f['edp'] <= u['edp'], (f['edp'], x['edp'], u['edp'])
 assert f['edp'] < u['edp'], (f['edp'], u['edp'])
 assert all(len(g) == 1 for g in u['groups'])
+n = json.load(open(f'{d}/no_resident.json'))
+assert n['found'] and n['edp'] >= f['edp'] and 'resident:' not in n['looptree'], (n['edp'], f['edp'])
 # Fixed decisions: T1 through DRAM (MM0 alone), T2 on chip (MM1 and MM2 together).
 assert x['groups'] == [['MM0'], ['MM1', 'MM2']], x['groups']
 print('ffm cli ok')

@@ -359,7 +359,7 @@ int fused_groups(const LoopTree& t) {
 }
 
 // FFM against the brute force, and every FFM solution re-evaluated end to end.
-void check_against_brute_force(const Workload& w, const Core& c, const PmappingOptions& opt, bool expect_fusion) {
+FfmResult check_against_brute_force(const Workload& w, const Core& c, const PmappingOptions& opt, bool expect_fusion) {
   const auto t0 = std::chrono::steady_clock::now();
   FfmOptions fo;
   fo.pmappings = opt;
@@ -404,6 +404,7 @@ void check_against_brute_force(const Workload& w, const Core& c, const PmappingO
   CHECK(bf.energy_pj == b.front.front().energy);
   CHECK(bf.cycles == b.front.front().cycles);
   if (expect_fusion) CHECK(fused_groups(r.best(Objective::Energy)->tree) > 0);
+  return r;
 }
 
 }  // namespace
@@ -489,6 +490,88 @@ TEST_CASE("ffm: four matmuls equal the brute force") {
   PmappingOptions o;
   o.explore_orders = false;
   check_against_brute_force(w, ffm_test_core(6, 1), o, true);
+}
+
+// Storage above the split: weights kept resident above the shared loops trade a reservation
+// that spans the whole group for one fill. Across buffer sizes the front equals the brute force
+// (whose reservations put every resident tensor in every branch of its group), resident weights
+// appear on it, and the mapspace without them is never better.
+TEST_CASE("ffm: resident weights equal the brute force and are on its front") {
+  const Workload w = test::matmul_chain(8, {{2, 2}, {2, 2}, {2, 2}});
+  PmappingOptions o, none;
+  o.explore_orders = none.explore_orders = false;
+  none.resident = false;
+  int with_resident = 0, better = 0;
+  // An 8-word buffer needs the resident words as a join criterion (test sabotage: without it
+  // the join keeps 10,100 pJ where 8,596 is optimal).
+  for (const int64_t glb : {8, 10, 14, 20}) {
+    INFO("global buffer of " << glb << " words");
+    const Core c = ffm_test_core(glb, 2);
+    const FfmResult r = check_against_brute_force(w, c, o, true);
+    FfmOptions fo;
+    fo.pmappings = none;
+    const FfmResult n = ffm_search(w, c, fo);
+    for (const FfmSolution& s : r.pareto)
+      for (const FusionGroup& g : s.tree.groups) with_resident += !g.resident.empty();
+    REQUIRE(n.best(Objective::Energy) != nullptr);
+    CHECK(r.best(Objective::Energy)->energy_pj <= n.best(Objective::Energy)->energy_pj);
+    CHECK(r.best(Objective::Edp)->edp() <= n.best(Objective::Edp)->edp());
+    better += r.best(Objective::Energy)->energy_pj < n.best(Objective::Energy)->energy_pj;
+  }
+  MESSAGE(with_resident << " groups with resident weights on the fronts; " << better
+                        << " of 4 buffer sizes have a lower energy with them");
+  CHECK(with_resident > 0);
+  CHECK(better > 0);
+}
+
+// The join's reservation criteria for resident tensors, on pmappings made up to need them: a
+// group of three matmuls under a shared M loop, backed in a 16-word buffer. MM0 has a cheap
+// pmapping that reserves 9 words and a dearer one that reserves 2; MM2 is cheap only with W2
+// (4 words) resident, which every branch of the group then holds. The cheap MM0 leaves no room
+// for W2 (9 + T1's 4 + 4 > 16), so the optimum takes the dearer one: the join must not prune it
+// after MM0, when both have the same energy-latency key and no resident words yet; only the
+// group's usage so far tells them apart.
+TEST_CASE("ffm: the open group's usage is a join criterion when a later Einsum may keep weights resident") {
+  const Workload w = test::matmul_chain(4, {{2, 2}, {2, 2}, {2, 2}});
+  const Core c = ffm_test_core(16, 4);
+  const int glb = 1;
+  PmappingOptions every;
+  every.prune = false;
+  auto context = [&](int i, TensorMask onchip, TensorMask resident) {
+    for (const PmappingContext& ctx : make_contexts(w, i, c, every))
+      if (ctx.fused.backing_level == glb && ctx.fused.onchip == onchip && ctx.fused.resident == resident &&
+          ctx.shared[0] == 2 && ctx.fused.iterations == 2 && ctx.inner[0] == 1)
+        return ctx;
+    FAIL("no such context");
+    return PmappingContext{};
+  };
+  auto pmapping = [&](double energy, int64_t own) {
+    Pmapping p;
+    p.energy_pj = energy;
+    p.cycles = 1;
+    p.own[glb] = own;
+    return p;
+  };
+  std::vector<EinsumPmappings> pm(3);
+  for (int i = 0; i < 3; ++i) pm[i].einsum = i;
+  pm[0].contexts = {context(0, 0b100, 0)};  // T1 on chip
+  pm[0].pmappings = {{pmapping(10, 9), pmapping(20, 2)}};
+  pm[1].contexts = {context(1, 0b101, 0)};  // T1 and T2 on chip
+  pm[1].pmappings = {{pmapping(10, 1)}};
+  pm[2].contexts = {context(2, 0b001, 0b010), context(2, 0b001, 0)};  // W2 resident, or not
+  pm[2].pmappings = {{pmapping(1, 1)}, {pmapping(100, 1)}};
+  const FfmResult r = ffm_join(w, c, pm);
+  const FfmSolution* best = r.best(Objective::Energy);
+  REQUIRE(best != nullptr);
+  CHECK(best->energy_pj == 31);
+  CHECK(best->choices[0].pmapping == 1);
+  CHECK(best->choices[2].context == 0);
+  // Peak: the group's largest branch (MM1: 1 + T1 4 + T2 4) plus W2's 4 words.
+  CHECK(best->peak[glb] == 13);
+  REQUIRE(best->tree.groups.size() == 1);
+  CHECK(best->tree.groups[0].resident.size() == 1);
+  // The front has nothing cheaper: the cheap MM0 with the dear MM2 costs 120.
+  CHECK(r.pareto.size() == 1);
 }
 
 TEST_CASE("ffm: a residual connection (tensor live across a branch that does not touch it) equals the brute force") {
