@@ -217,16 +217,16 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
     const double volume = static_cast<double>(pt.volume);
     Lane &rd = w.reads[l][t], &fl = w.fills[l][t], &up = w.updates[l][t];
     if (pr.output) {
-      const bool legacy = p.legacy_output_fills;
+      const bool legacy = p.legacy_output_fills, acc = p.output_accumulates;
       LANES {
         const double transfers = child_fills.v[k] * groups.v[k];
         biggest.v[k] = transfers > biggest.v[k] ? transfers : biggest.v[k];
         const double partition = volume / split.v[k];
         up.v[k] = transfers;
         const double r = transfers - partition;
-        rd.v[k] = r > 0 ? r : 0;
+        rd.v[k] = acc ? transfers : r > 0 ? r : 0;
         const double f = fills.v[k] - partition;
-        fl.v[k] = legacy ? fills.v[k] : (f > 0 ? f : 0);
+        fl.v[k] = legacy || acc ? fills.v[k] : (f > 0 ? f : 0);
         child_fills.v[k] = fills.v[k];
       }
     } else {

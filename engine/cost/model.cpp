@@ -473,8 +473,12 @@ CompactCost evaluate(const EvalPlan& p, const NestStructure& s, const int64_t* f
       for (uint64_t mask = pr.partition; mask; mask &= mask - 1) split *= f[std::countr_zero(mask)];
       const int64_t partition = split == 1 ? pt.volume : pt.volume / split;
       c.updates = transfers;
-      c.reads = std::max<int64_t>(0, transfers - partition);
-      if (!p.legacy_output_fills) c.fills = std::max<int64_t>(0, fills - partition);
+      if (p.output_accumulates) {
+        c.reads = transfers;
+      } else {
+        c.reads = std::max<int64_t>(0, transfers - partition);
+        if (!p.legacy_output_fills) c.fills = std::max<int64_t>(0, fills - partition);
+      }
     } else {
       c.updates = 0;
       c.reads = transfers;

@@ -74,6 +74,10 @@ struct EvalPlan {
   std::array<PlanLevel, kMaxLevels> levels{};
   double op_pj = 0;
   bool legacy_output_fills = false;
+  // The output already holds partial sums when the evaluation starts (fused: every tile of a
+  // shared loop over a reduction rank after the first, engine/cost/fused.hpp): no update lands
+  // on zero, so every level reads back and fills the partial sums it accumulates onto.
+  bool output_accumulates = false;
   int64_t operations = 0;
 };
 

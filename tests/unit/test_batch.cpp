@@ -37,8 +37,10 @@ FlatMapping drop_unit_loops(const FlatMapping& m) {
   return out;
 }
 
-void check_equal(const Core& c, const Einsum& e, int shapes, uint64_t seed, bool expect_valid = true) {
-  const EvalPlan plan = compile_plan(e, c);
+void check_equal(const Core& c, const Einsum& e, int shapes, uint64_t seed, bool expect_valid = true,
+                 void (*tweak)(EvalPlan&) = nullptr) {
+  EvalPlan plan = compile_plan(e, c);
+  if (tweak) tweak(plan);
   std::mt19937_64 rng(seed);
   int compared = 0, valid = 0;
   for (int sh = 0; sh < shapes; ++sh) {
@@ -102,6 +104,36 @@ TEST_CASE("structure: one structure, many factor sets, with forced keeps, no mul
   for (Level& lv : c.levels) lv.fanout.x_min_usage = lv.fanout.y_min_usage = 0;
   finalize(c, "test");
   check_equal(c, make_matmul("mm", 512, 256, 384), 400, 4);
+}
+
+// The fused model's plan options: an output holding partial sums before the evaluation, and
+// words moved outside the mapping's loops that compete for bandwidth (resident fills).
+TEST_CASE("structure: one structure, many factor sets, with accumulated outputs and extra transfers") {
+  const Core c = load_architecture("tpuv4i").cores.at(0);
+  const Einsum e = make_matmul("mm", 512, 256, 384);
+  check_equal(c, e, 300, 5, true, [](EvalPlan& p) { p.output_accumulates = true; });
+  check_equal(c, e, 300, 6, true, [](EvalPlan& p) {
+    p.levels[p.n_levels - 1].extra_read_words = 12345.5;
+    p.levels[1].extra_write_words = 777.25;
+  });
+  // Accumulating never costs less, and costs more where the output's first updates were free.
+  const EvalPlan plain = compile_plan(e, c);
+  EvalPlan acc = plain;
+  acc.output_accumulates = true;
+  std::mt19937_64 rng(7);
+  int more = 0;
+  for (int i = 0; i < 200; ++i) {
+    const FlatMapping m = flatten(random_mapping(e, c, rng));
+    const CostResult a = evaluate(plain, m), b = evaluate(acc, m);
+    if (!a.valid()) continue;
+    CHECK(b.energy_pj >= a.energy_pj);
+    CHECK(b.cycles >= a.cycles);
+    more += b.energy_pj > a.energy_pj;
+    // Every level that keeps the output reads back all it is updated with.
+    for (int l = 0; l < plain.n_levels; ++l)
+      if (b.access[l][2].updates > 0) CHECK(b.access[l][2].reads == b.access[l][2].updates);
+  }
+  CHECK(more > 0);
 }
 
 TEST_CASE("structure: one structure, many factor sets, with colliding spatial loops") {
