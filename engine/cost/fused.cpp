@@ -61,12 +61,28 @@ ResidentFill apply_resident_fill(EvalPlan& tile_plan, const FusedContext& ctx) {
   return fill;
 }
 
-void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, const int64_t* f,
-                           const FusedContext& ctx, const ResidentFill& fill, FusedEinsumCost& out,
-                           CostResult& scratch) {
+FusedTilePlan fused_tile_plan(const Einsum& tile, const Core& c, const FusedContext& ctx) {
+  FusedTilePlan p;
+  p.first = compile_plan(tile, c);
+  p.fill = apply_resident_fill(p.first, ctx);
+  if (ctx.reduction > 1) {
+    p.rest = p.first;
+    p.rest.output_accumulates = true;
+  }
+  return p;
+}
+
+void evaluate_fused_einsum(const FusedTilePlan& plan, const NestStructure& s, const int64_t* f,
+                           const FusedContext& ctx, FusedEinsumCost& out, CostResult& scratch) {
+  const EvalPlan& tile_plan = plan.first;
   out.tile = evaluate(tile_plan, s, f, &scratch);
   // Capacity is decided on the reservations of the whole group, not on one Einsum alone.
   if (out.tile.invalid == Invalid::CapacityExceeded) out.tile.invalid = Invalid::None;
+  out.rest = out.tile;
+  if (ctx.reduction > 1 && out.tile.valid()) {
+    out.rest = evaluate(plan.rest, s, f);
+    if (out.rest.invalid == Invalid::CapacityExceeded) out.rest.invalid = Invalid::None;
+  }
   out.iterations = ctx.iterations;
   out.exchanged_tile.fill(0);
   out.own.fill(0);
@@ -75,9 +91,8 @@ void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, co
     out.energy_pj = out.cycles = 0;
     return;
   }
-  const double it = static_cast<double>(ctx.iterations);
-  out.energy_pj = out.tile.energy_pj * it + fill.energy_pj;
-  out.cycles = out.tile.cycles * it;
+  out.energy_pj = fused_total(out.tile.energy_pj, out.rest.energy_pj, ctx, plan.fill.energy_pj);
+  out.cycles = fused_total(out.tile.cycles, out.rest.cycles, ctx);
   for (int l = 0; l < tile_plan.n_levels; ++l) out.own[l] = scratch.level_occupancy[l];
   if (ctx.backing_level >= 0)
     for (int t = 0; t < tile_plan.n_tensors; ++t) {
@@ -199,9 +214,23 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
           const SharedLoop& sl = fg.shared_loops[k];
           const int r = sl.rank[i];
           if (r < 0) continue;
-          if (plain_dim(e, out_t, r) < 0)
-            reject(g, fmt::format("shared loop {} runs over rank {} of '{}', which does not index its output plainly "
-                                  "(partial sums would cross iterations)", k, e.ranks[r].name, e.name));
+          if (plain_dim(e, out_t, r) < 0) {
+            // A loop over a reduction rank: the output, stored at b above it, accumulates across
+            // its iterations; so it must be exchanged in the group and read by no Einsum the loop
+            // covers (which would see partial sums).
+            const int wt = w.tensor_index(e.tensors[out_t].name);
+            const bool exchanged_out = std::any_of(exchanged.begin(), exchanged.end(),
+                                                   [&](const Exchanged& x) { return x.tensor == wt; });
+            bool read_inside = false;
+            for (int consumer : w.tensors[wt].consumers)
+              for (int j = 0; j < n; ++j) read_inside |= fg.einsums[j] == consumer && covers(k, j);
+            if (e.rank_relevant(out_t, r) || !exchanged_out || read_inside)
+              reject(g, fmt::format("shared loop {} runs over rank {} of '{}', which does not index its output plainly "
+                                    "(partial sums would cross iterations: allowed only for a rank the output "
+                                    "lacks, with the output exchanged on chip and read outside the loop)",
+                                    k, e.ranks[r].name, e.name));
+            ctx.reduction *= sl.factor;
+          }
           if (shared[r] > 1 && sl.factor > 1)
             reject(g, fmt::format("two shared loops run over rank {} of '{}'", e.ranks[r].name, e.name));
           shared[r] *= sl.factor;
@@ -256,15 +285,14 @@ FusedCost evaluate_fused(const LoopTree& t, const Workload& w, const Core& c) {
         }
       }
       const Einsum tile = tile_einsum(e, shared);
-      EvalPlan plan = compile_plan(tile, c);
-      const ResidentFill fill = apply_resident_fill(plan, ctx);
+      const FusedTilePlan plan = fused_tile_plan(tile, c, ctx);
       const FlatMapping fm = flatten_fused(fg.mappings[i], ctx, L);
-      const NestStructure s = analyze(plan, fm);
+      const NestStructure s = analyze(plan.first, fm);
       int64_t factors[kMaxLoops];
       for (int k = 0; k < fm.n_loops; ++k) factors[k] = fm.loops[k].factor;
       FusedEinsumCost& fc = out.einsums[ei];
       CostResult& scratch = out.tiles[ei];
-      evaluate_fused_einsum(plan, s, factors, ctx, fill, fc, scratch);
+      evaluate_fused_einsum(plan, s, factors, ctx, fc, scratch);
       out.contexts[ei] = ctx;
       resident += fc.resident;
       if (!fc.tile.valid()) note_invalid(fc.tile.invalid, scratch.invalid_level, ei);

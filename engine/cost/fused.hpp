@@ -45,6 +45,9 @@ struct FusedContext {
   TensorMask onchip = 0;   // the Einsum's tensors backed at b (exchanged inside the group)
   TensorMask resident = 0; // the Einsum's tensors kept at b above the shared loops (storage above the split)
   int64_t iterations = 1;  // product of the shared loop factors
+  // Product of the factors of shared loops over ranks that do not index the Einsum's output
+  // (reduction ranks): its output, stored at b above them, accumulates across their iterations.
+  int64_t reduction = 1;
   // Tensors backed at b as the tile mapping sees them: kept there, never fetched from above.
   TensorMask at_b() const { return static_cast<TensorMask>(onchip | resident); }
 };
@@ -61,11 +64,31 @@ struct ResidentFill {
 // model charges any transfer.
 ResidentFill apply_resident_fill(EvalPlan& tile_plan, const FusedContext& ctx);
 
+// What prices an Einsum's tiles under a context, compiled once per context: the tile plan (ranks
+// divided by the shared factors, the resident fill applied), and with shared reduction loops
+// (ctx.reduction > 1) the plan of a tile after the first of them, whose output accumulates onto
+// the partial sums held at b (EvalPlan::output_accumulates). Of the I iterations, I / reduction
+// tiles start their output from zero and the others accumulate.
+struct FusedTilePlan {
+  EvalPlan first, rest;
+  ResidentFill fill;
+};
+FusedTilePlan fused_tile_plan(const Einsum& tile, const Core& c, const FusedContext& ctx);
+
+// An Einsum's total energy or latency from its tiles': `first` for the tiles that start their
+// output from zero, `rest` for the others (ctx.reduction; the same when it is 1), plus `once`.
+inline double fused_total(double first, double rest, const FusedContext& ctx, double once = 0) {
+  const int64_t n_first = ctx.iterations / ctx.reduction;
+  if (n_first == ctx.iterations) return first * static_cast<double>(ctx.iterations) + once;
+  return first * static_cast<double>(n_first) + rest * static_cast<double>(ctx.iterations - n_first) + once;
+}
+
 // One Einsum's share of a fused mapping.
 struct FusedEinsumCost {
   CompactCost tile;          // one iteration of the shared loops (model verdict ignoring capacity)
-  double energy_pj = 0;      // tile.energy_pj * iterations
-  double cycles = 0;         // tile.cycles * iterations
+  CompactCost rest;          // one accumulating iteration (FusedContext::reduction > 1), else = tile
+  double energy_pj = 0;      // fused_total of the tiles' energies, plus the resident fill
+  double cycles = 0;         // fused_total of the tiles' latencies
   int64_t iterations = 1;
   // Words per instance the Einsum's branch reserves at each level, without the exchanged tiles
   // at b (those are the group's, see exchanged_tile) and the resident tensors.
@@ -75,14 +98,12 @@ struct FusedEinsumCost {
   std::array<int64_t, kMaxTensors> exchanged_tile{};
 };
 
-// The single-Einsum model of one tile under a context, the common step of the fused evaluation
-// and of FFM's pmapping generation. `tile_plan` is compiled for the Einsum with its ranks divided
-// by the shared factors and prepared by apply_resident_fill (whose result is `fill`); `s` and
-// `f` describe the tile's own mapping with the onchip and resident tensors kept at b, bypassing
-// every level above, and flagged in FlatMapping::onchip_backing. Allocation-free.
-void evaluate_fused_einsum(const EvalPlan& tile_plan, const NestStructure& s, const int64_t* f,
-                           const FusedContext& ctx, const ResidentFill& fill, FusedEinsumCost& out,
-                           CostResult& scratch);
+// The single-Einsum model of the tiles under a context, the common step of the fused evaluation
+// and of FFM's pmapping generation. `plan` is fused_tile_plan's; `s` and `f` describe the tile's
+// own mapping with the onchip and resident tensors kept at b, bypassing every level above, and
+// flagged in FlatMapping::onchip_backing. Allocation-free.
+void evaluate_fused_einsum(const FusedTilePlan& plan, const NestStructure& s, const int64_t* f,
+                           const FusedContext& ctx, FusedEinsumCost& out, CostResult& scratch);
 
 struct FusedCost {
   bool valid = false;             // structurally valid and within every capacity

@@ -25,6 +25,10 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
     plan_.levels[l].extra_read_words = spec.extra_read_words[l];
     plan_.levels[l].extra_write_words = spec.extra_write_words[l];
   }
+  if (spec.rest_tiles > 0) {
+    rest_plan_ = plan_;
+    rest_plan_.output_accumulates = true;
+  }
   budget_ = spec.budget ? spec.budget : &own_budget;
   over_ = spec.over ? spec.over : &own_over;
   x_ok.assign(L, 0);
@@ -688,6 +692,18 @@ struct TileWorker::State {
         for (int k = 0; k < count; ++k) lf[i][k] = lanes[static_cast<size_t>(k) * W + sl];
       }
       evaluate_lanes(s->plan_, ns, lf, count, out);
+      if (spec.rest_tiles > 0) {  // the whole Einsum: first tiles plus accumulating ones (fused_total)
+        CompactCost rest[kLanes];
+        evaluate_lanes(s->rest_plan_, ns, lf, count, rest);
+        const double n1 = static_cast<double>(spec.first_tiles), n2 = static_cast<double>(spec.rest_tiles);
+        for (int k = 0; k < count; ++k) {
+          if (out[k].invalid == Invalid::None && rest[k].invalid != Invalid::None &&
+              rest[k].invalid != Invalid::CapacityExceeded)
+            out[k].invalid = rest[k].invalid;
+          out[k].energy_pj = out[k].energy_pj * n1 + rest[k].energy_pj * n2;
+          out[k].cycles = out[k].cycles * n1 + rest[k].cycles * n2;
+        }
+      }
       ++owner->lane_calls;
       owner->evaluated += count;
       for (int k = 0; k < count; ++k) {

@@ -64,6 +64,11 @@ struct TileSearchSpec {
   // Per level, words moved by every evaluation outside the mapping's loops (PlanLevel::
   // extra_read_words / extra_write_words): a fused context's resident fill.
   std::array<double, kMaxLevels> extra_read_words{}, extra_write_words{};
+  // A fused context with shared loops over reduction ranks (FusedContext::reduction): with
+  // rest_tiles > 0 every lane's cost is the whole Einsum's, first_tiles tiles with its output
+  // starting from zero and rest_tiles accumulating onto partial sums (EvalPlan::output_accumulates),
+  // as fused_total adds them; the sink's bounds stay per tile.
+  int64_t first_tiles = 1, rest_tiles = 0;
   int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;
@@ -143,6 +148,7 @@ class TileSearch {
   const Mapspace& space_;
   TileSearchSpec spec_;
   EvalPlan plan_;
+  EvalPlan rest_plan_;  // spec.rest_tiles > 0: plan_ with output_accumulates
   int L, R, T, top;
   std::vector<uint32_t> x_ok, y_ok;
   std::vector<std::array<uint8_t, kMaxRanks>> rank_class;

@@ -210,6 +210,48 @@ TEST_CASE("ffm fused cost: resident weights are filled once and held by every br
   }
 }
 
+// An output accumulated across a shared loop over a reduction rank: A's K split in two by a
+// loop around A alone (a nested run of one Einsum), T1 stored whole in the buffer above it and
+// read by B after the loop. The first tile's updates land on zero, the second's read the partial
+// sums back: in all exactly the traffic of the unsplit A.
+TEST_CASE("ffm fused cost: an output accumulated across a shared reduction loop, hand-computed") {
+  const Workload w = two_matmuls();
+  const Core c = fused_test_core(64);
+  const int buf = 0, T1 = 2;
+  LoopTree t = fused_on_m(w, 1);
+  t.groups[0].shared_loops.push_back({{2, -1}, 2, 0});  // A's K, above the buffer
+  Einsum a = w.einsums[0];
+  a.ranks[2].size = 1;
+  t.groups[0].mappings[0] = all_in_buffer(a);
+  REQUIRE_FALSE(check_looptree(t, w, c).has_value());
+  const FusedCost f = evaluate_fused(t, w, c);
+  REQUIRE(f.valid);
+  CHECK(f.contexts[0].iterations == 2);
+  CHECK(f.contexts[0].reduction == 2);
+  // First tile: 8 updates of T1, none read back; the second reads all 8 back.
+  CHECK(f.tiles[0].access[buf][T1].updates == 8);
+  CHECK(f.tiles[0].access[buf][T1].reads == 0);
+  CHECK(f.einsums[0].rest.energy_pj == f.einsums[0].tile.energy_pj + 8 * 1);
+  // A in all: 16 MACs, T0 8 + W0 4 words from DRAM, buffer reads 40, fills 12, updates 16; the
+  // same as unsplit (1,320 pJ), and 2 x 12 cycles (6 DRAM words per tile).
+  const FusedCost whole = evaluate_fused(fused_on_m(w, 1), w, c);
+  CHECK(f.einsums[0].energy_pj == 8 + 40 + 24 + 48 + 1200.0);
+  CHECK(f.einsums[0].energy_pj == whole.einsums[0].energy_pj);
+  CHECK(f.einsums[0].cycles == 24);
+  // T1 is held whole during both branches; A's own tiles are halved (T0 4, W0 2).
+  CHECK(f.einsums[0].own[buf] == 6);
+  CHECK(f.usage[0][buf] == 6 + 8);
+
+  SUBCASE("the loop may not cover the output's consumer") {
+    LoopTree n = t;
+    n.groups[0].shared_loops[0].rank = {2, 0};  // also B's M
+    Einsum b = w.einsums[1];
+    b.ranks[0].size /= 2;
+    n.groups[0].mappings[1] = all_in_buffer(b);
+    CHECK_THROWS_WITH_AS(evaluate_fused(n, w, c), doctest::Contains("partial sums would cross"), InputError);
+  }
+}
+
 TEST_CASE("ffm fused cost: trees outside the modelled fused mapspace are rejected") {
   const Workload w = two_matmuls();
   const Core c = fused_test_core(64);

@@ -118,12 +118,12 @@ class Space {
     g.outside.resize(E_, 0);
     g.tile[i] = draw_tile(i, g.context[i], rng, g.outside[i]);
     const PmappingContext& ctx = contexts_[i][g.context[i]];
-    const Priced& plan = plan_for(i, g.context[i]);
+    const FusedTilePlan& plan = plan_for(i, g.context[i]);
     const FlatMapping fm = flatten_fused(g.tile[i], ctx.fused, static_cast<int>(c_.levels.size()));
-    const NestStructure s = analyze(plan.plan, fm);
+    const NestStructure s = analyze(plan.first, fm);
     int64_t factors[kMaxLoops];
     for (int k = 0; k < fm.n_loops; ++k) factors[k] = fm.loops[k].factor;
-    evaluate_fused_einsum(plan.plan, s, factors, ctx.fused, plan.fill, g.cost[i], scratch_);
+    evaluate_fused_einsum(plan, s, factors, ctx.fused, g.cost[i], scratch_);
   }
 
   // A tile mapping of context k of Einsum i: loops only up to the context's top level, the
@@ -224,18 +224,10 @@ class Space {
     return false;
   }
 
-  // A context's tile plan, with its resident fill (apply_resident_fill).
-  struct Priced {
-    EvalPlan plan;
-    ResidentFill fill;
-  };
-  const Priced& plan_for(int i, int k) const {
-    if (!plans_[i][k]) {
-      auto p = std::make_unique<Priced>();
-      p->plan = compile_plan(tile_einsum(w_.einsums[i], contexts_[i][k].shared), c_);
-      p->fill = apply_resident_fill(p->plan, contexts_[i][k].fused);
-      plans_[i][k] = std::move(p);
-    }
+  const FusedTilePlan& plan_for(int i, int k) const {
+    if (!plans_[i][k])
+      plans_[i][k] = std::make_unique<FusedTilePlan>(
+          fused_tile_plan(tile_einsum(w_.einsums[i], contexts_[i][k].shared), c_, contexts_[i][k].fused));
     return *plans_[i][k];
   }
 
@@ -298,7 +290,7 @@ class Space {
   std::vector<Mapspace> spaces_;  // per Einsum: its constraints (empty: none)
   std::vector<std::vector<int>> local_;  // [Einsum][workload tensor] -> the Einsum's tensor index, -1
   // Caches and scratch of the single-threaded search (mutable: filled on first use).
-  mutable std::vector<std::vector<std::unique_ptr<Priced>>> plans_;  // per context
+  mutable std::vector<std::vector<std::unique_ptr<FusedTilePlan>>> plans_;  // per context
   mutable CostResult scratch_;
   mutable std::vector<std::array<int64_t, kMaxLevels>> usage_;
 };

@@ -677,8 +677,9 @@ std::string einsum_key(const Einsum& e, const std::vector<ConstraintSpec>& const
 // ... and of a context: what tile_classes compares (the tiling, not the nesting or the
 // compatibilities).
 std::string context_key(const Einsum& e, const PmappingContext& ctx) {
-  std::string k = fmt::format("#{}:{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip),
-                              static_cast<int>(ctx.fused.resident), ctx.fused.iterations, ctx.top_level);
+  std::string k = fmt::format("#{}:{}:{}:{}:{}:{}:", ctx.fused.backing_level, static_cast<int>(ctx.fused.onchip),
+                              static_cast<int>(ctx.fused.resident), ctx.fused.iterations, ctx.fused.reduction,
+                              ctx.top_level);
   for (size_t r = 0; r < e.ranks.size(); ++r) k += fmt::format("{},", ctx.shared[r]);
   return k;
 }

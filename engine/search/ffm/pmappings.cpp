@@ -53,9 +53,14 @@ void add_nested(const Einsum& e, const PmappingContext& base, const std::vector<
     if (base.fused.onchip >> inter[k].first & 1) onchip.push_back(static_cast<int>(k));
   const int n = static_cast<int>(onchip.size());
   for (int below = 0; below < (1 << n); ++below) {
+    // The output on chip and stored above the run's loops (produced for an Einsum after the
+    // run): a loop over a rank it lacks accumulates it there (FusedContext::reduction).
+    bool out_above = false;
+    for (int j = 0; j < n; ++j) out_above |= inter[onchip[j]].first == out_t && !(below >> j & 1);
     std::vector<int> eligible;
     for (int r = 0; r < R; ++r) {
-      bool ok = base.shared[r] == 1 && e.ranks[r].size > 1 && plain_dim(e, out_t, r) >= 0;
+      const bool reduces = out_above && !e.rank_relevant(out_t, r);
+      bool ok = base.shared[r] == 1 && e.ranks[r].size > 1 && (plain_dim(e, out_t, r) >= 0 || reduces);
       for (int j = 0; j < n && ok; ++j) {
         const int ti = inter[onchip[j]].first;
         if (below >> j & 1)
@@ -84,6 +89,7 @@ void add_nested(const Einsum& e, const PmappingContext& base, const std::vector<
           ctx.inner[ranks[k]] = choices[k][pick[k]];
           ctx.shared[ranks[k]] = choices[k][pick[k]];
           ctx.fused.iterations *= choices[k][pick[k]];
+          if (!e.rank_relevant(out_t, ranks[k])) ctx.fused.reduction *= choices[k][pick[k]];
         }
         const Einsum tile = tile_einsum(e, ctx.shared);
         for (int j = 0; j < n; ++j) {
@@ -455,8 +461,7 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Co
   for (size_t k = 0; k < out.contexts.size(); ++k) {
     const PmappingContext& ctx = out.contexts[k];
     const Einsum tile = tile_einsum(e, ctx.shared);
-    EvalPlan plan = compile_plan(tile, c);
-    const ResidentFill fill = apply_resident_fill(plan, ctx.fused);
+    const FusedTilePlan plan = fused_tile_plan(tile, c, ctx.fused);
     std::vector<Pmapping>& list = out.pmappings[k];
     out.capacity_pruned += enumerate_tile_mappings(tile, c, ctx, o, [&](const Mapping& m) {
       if (o.max_evaluations > 0 && out.evaluated >= o.max_evaluations)
@@ -464,10 +469,10 @@ EinsumPmappings generate_pmappings_reference(const Workload& w, int ei, const Co
                                         " pmappings to evaluate; narrow the mapspace or raise the limit");
       ++out.evaluated;
       const FlatMapping fm = flatten_fused(m, ctx.fused, L);
-      const NestStructure s = analyze(plan, fm);
+      const NestStructure s = analyze(plan.first, fm);
       int64_t f[kMaxLoops];
       for (int i = 0; i < fm.n_loops; ++i) f[i] = fm.loops[i].factor;
-      evaluate_fused_einsum(plan, s, f, ctx.fused, fill, fc, scratch);
+      evaluate_fused_einsum(plan, s, f, ctx.fused, fc, scratch);
       if (!fc.tile.valid()) return;
       if (o.prune) {
         // The branch holds at least its own tiles, the exchanged tiles it touches and the group's
@@ -570,10 +575,14 @@ struct PmappingSink final : TileSink {
       for (int l : tracked)
         if ((own[l] + (l == b ? exchanged + fill.words : 0)) * c.levels[l].multiple_buffering > c.levels[l].entries)
           return;
-    const double it = static_cast<double>(ctx.fused.iterations);
     std::array<double, 2 + kMaxLevels> crit{};
-    crit[0] = cost.energy_pj * it + fill.energy_pj;
-    crit[1] = cost.cycles * it;
+    if (ctx.fused.reduction > 1) {  // the search's lanes are whole-Einsum totals (TileSearchSpec::rest_tiles)
+      crit[0] = cost.energy_pj + fill.energy_pj;
+      crit[1] = cost.cycles;
+    } else {
+      crit[0] = fused_total(cost.energy_pj, cost.energy_pj, ctx.fused, fill.energy_pj);
+      crit[1] = fused_total(cost.cycles, cost.cycles, ctx.fused);
+    }
     for (size_t j = 0; j < res.size(); ++j) crit[2 + j] = static_cast<double>(own[res[j]]);
     if (prune && dominated(crit)) return;  // cheap rejection before anything is built
     Entry x;
@@ -595,8 +604,9 @@ struct PmappingSink final : TileSink {
   // one of the two objectives, which then strictly dominates every such mapping.
   bool beaten(double energy_pj, double cycles, int level, int64_t words) override {
     if (!prune) return false;
-    const double it = static_cast<double>(ctx.fused.iterations);
-    const double en = energy_pj * it + fill.energy_pj, cy = cycles * it;
+    // Per-tile bounds: every tile, accumulating or not, costs at least them.
+    const double en = fused_total(energy_pj, energy_pj, ctx.fused, fill.energy_pj),
+                 cy = fused_total(cycles, cycles, ctx.fused);
     std::array<double, 2 + kMaxLevels> lb{};
     for (size_t j = 0; j < res.size(); ++j) lb[2 + j] = res[j] == level ? static_cast<double>(words) : 0;
     for (const Entry& p : list) {
@@ -717,6 +727,10 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
     spec.onchip_backing = ctx.fused.backing_level >= 0 ? ctx.fused.at_b() : TensorMask{0};
     EvalPlan with_fill = compile_plan(tiles[k], c);
     fills[k] = apply_resident_fill(with_fill, ctx.fused);
+    if (ctx.fused.reduction > 1) {
+      spec.first_tiles = ctx.fused.iterations / ctx.fused.reduction;
+      spec.rest_tiles = ctx.fused.iterations - spec.first_tiles;
+    }
     for (int l = 0; l < with_fill.n_levels; ++l) {
       spec.extra_read_words[l] = with_fill.levels[l].extra_read_words;
       spec.extra_write_words[l] = with_fill.levels[l].extra_write_words;
@@ -860,14 +874,14 @@ RankMerge generation_merge(const Einsum& e, const Core& c, const PmappingOptions
 std::vector<size_t> tile_classes(const Einsum& e, const Core& c, const PmappingOptions& o,
                                  const std::vector<PmappingContext>& contexts) {
   const RankMerge merge = generation_merge(e, c, o);
-  using TileKey = std::tuple<int, TensorMask, TensorMask, int, std::vector<int64_t>>;
+  using TileKey = std::tuple<int, TensorMask, TensorMask, int64_t, int, std::vector<int64_t>>;
   std::map<TileKey, size_t> seen;
   std::vector<size_t> of(contexts.size());
   for (size_t k = 0; k < contexts.size(); ++k) {
     const PmappingContext& x = contexts[k];
     std::vector<int64_t> sizes;
     for (const Rank& r : merge_ranks(tile_einsum(e, x.shared), merge).ranks) sizes.push_back(r.size);
-    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.fused.resident, x.top_level, std::move(sizes)}, seen.size())
+    of[k] = seen.try_emplace(TileKey{x.fused.backing_level, x.fused.onchip, x.fused.resident, x.fused.reduction, x.top_level, std::move(sizes)}, seen.size())
                 .first->second;
   }
   return of;
