@@ -4,9 +4,12 @@
 //  - A fusion group of two or more Einsums has one on-chip backing level b for every tensor it
 //    exchanges, and shared loops directly above b (SharedLoop::level == b), each around a run of
 //    the group's Einsums (all of them, or a nested run: nested fusion). A shared loop runs, in
-//    every Einsum it covers, over a rank that indexes one plain dimension of its output, so every
-//    iteration produces final values (no partial sums cross iterations); around an exchanged
-//    tensor's producer and a consumer it steps the same plain dimension of the tensor in both.
+//    every Einsum it covers, over a rank that indexes one plain dimension of its output, so that
+//    iteration produces final values, or over a rank the output lacks (a reduction rank) when
+//    the output is exchanged and read only after the loop: stored at b above it, the output then
+//    accumulates across its iterations (FusedContext::reduction; storage above the split). Around
+//    an exchanged tensor's producer and a consumer a loop steps the same plain dimension of the
+//    tensor in both.
 //  - An exchanged tensor is stored at b under the loops common to its producer and all its
 //    consumers (its tile); a deeper loop around the producer fills that tile piece by piece, one
 //    around a consumer alone reads it again and again, so the tile is held for the whole of such
@@ -15,6 +18,8 @@
 //    the shared factors). Its storage nodes are in its branch: a tile's data is fetched once per
 //    iteration. So the Einsum's cost is the single-Einsum model of one tile times the number of
 //    iterations, with the exchanged tensors backed at b: never read from or written to DRAM.
+//    Across a shared reduction loop, every tile after the first of it starts from the partial
+//    sums at b (EvalPlan::output_accumulates: read back, no update lands on zero).
 //  - Reservations: an exchanged tensor's tile at b is live from its producer's branch to its
 //    last consumer's (widened to the runs of the deeper loops just described); everything else an Einsum keeps is live during its own branch. Usage of a
 //    level is the sum of what is live during a branch, and the maximum over branches (and over
