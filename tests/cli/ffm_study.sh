@@ -148,6 +148,21 @@ assert (j['energy_pj'], j['cycles']) == (join['energy_pj'], join['cycles']), (j,
 assert j['contexts'] > free['contexts'] and j['edp'] <= free['edp'], (j['contexts'], free['contexts'])
 print('ffm study with nested fusion ok')
 PY
+# Without storage above the split (`resident = false`): the same over 2 ranks as
+# `mapfuse ffm --no-resident`, never better than with it.
+sed 's/^nested_loops = 1$/nested_loops = 1\nresident = false/' "$tmp/sn.toml" >"$tmp/snr.toml"
+mpirun --oversubscribe --bind-to none -np 2 "$bin" run "$tmp/snr.toml" --output "$tmp/snr/s.h5" --threads 1 --quiet >/dev/null
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --nested-loops 1 --no-resident --json >"$tmp/ffm_nr.json"
+/usr/bin/python3 - "$tmp" <<'PY'
+import h5py, json, sys
+d = sys.argv[1]
+u = {x['label'].decode(): x for x in h5py.File(f'{d}/snr/s.h5')['units'][...]}
+join = u['chain3.toml @ arch ffm']
+j, r = json.load(open(f'{d}/ffm_nr.json')), json.load(open(f'{d}/ffm_n.json'))
+assert (j['energy_pj'], j['cycles']) == (join['energy_pj'], join['cycles']), (j, join)
+assert j['contexts'] < r['contexts'] and j['edp'] >= r['edp'] and 'resident:' not in j['looptree'], (j['edp'], r['edp'])
+print('ffm study without resident tensors ok')
+PY
 # Bad input.
 expect_exit() {  # status, message, then the arguments
   local want="$1" msg="$2"; shift 2
@@ -161,6 +176,8 @@ sed 's/"ffm_sa"/"ffm_sx"/' "$tmp/s.toml" >"$tmp/bad.toml"
 expect_exit 2 "bad.toml:7.*unknown method 'ffm_sx'" run "$tmp/bad.toml" --output "$tmp/bad/b.h5" --quiet
 sed 's/^seeds = \[1, 2\]$/seeds = [1, 2]\nnested_loops = 9/' "$tmp/s.toml" >"$tmp/bad3.toml"
 expect_exit 2 "bad3.toml:.*nested_loops.*must be 0" run "$tmp/bad3.toml" --output "$tmp/bad3/b.h5" --quiet
+sed 's/^seeds = \[1, 2\]$/seeds = [1, 2]\nresident = 3/' "$tmp/s.toml" >"$tmp/bad4.toml"
+expect_exit 2 "bad4.toml:.*resident: expected true or false" run "$tmp/bad4.toml" --output "$tmp/bad4/b.h5" --quiet
 expect_exit 2 "distribute an ffm study over MPI" run "$tmp/s.toml" --slice 0/2 --output "$tmp/bad/c.h5" --quiet
 # A fixed decision naming a tensor the workload lacks: every unit fails with the reason, the run exits 1.
 sed 's/^seeds = \[1, 2\]$/seeds = [1]\nmust_not_fuse = ["T7"]/' "$tmp/s.toml" >"$tmp/bad2.toml"
