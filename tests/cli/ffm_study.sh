@@ -124,7 +124,8 @@ assert base and all(x[4] >= join[4] * (1 - 1e-12) for x in base), (base, join)
 print('ffm study with constraints ok')
 PY
 # Nested fusion in a study (`nested_loops`): the units generate the nested contexts, and the join
-# over 2 MPI ranks equals `mapfuse ffm --nested-loops 1`, which is no worse than without.
+# over 2 MPI ranks equals `mapfuse ffm --nested-loops 1`, which is no worse than without. The same
+# without storage above the split (`resident = false`) equals `--no-resident`, never better.
 cat >"$tmp/sn.toml" <<'TOML'
 name = "ffm_nested"
 [[workload]]
@@ -136,32 +137,26 @@ name = "ffm"
 context_slices = 2
 nested_loops = 1
 TOML
-mpirun --oversubscribe --bind-to none -np 2 "$bin" run "$tmp/sn.toml" --output "$tmp/sn/s.h5" --threads 1 --quiet >/dev/null
-"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --nested-loops 1 --json >"$tmp/ffm_n.json"
-/usr/bin/python3 - "$tmp" <<'PY'
-import h5py, json, sys
-d = sys.argv[1]
-u = {x['label'].decode(): x for x in h5py.File(f'{d}/sn/s.h5')['units'][...]}
-join = u['chain3.toml @ arch ffm']
-j, free = json.load(open(f'{d}/ffm_n.json')), json.load(open(f'{d}/ffm.json'))
-assert (j['energy_pj'], j['cycles']) == (join['energy_pj'], join['cycles']), (j, join)
-assert j['contexts'] > free['contexts'] and j['edp'] <= free['edp'], (j['contexts'], free['contexts'])
-print('ffm study with nested fusion ok')
-PY
-# Without storage above the split (`resident = false`): the same over 2 ranks as
-# `mapfuse ffm --no-resident`, never better than with it.
 sed 's/^nested_loops = 1$/nested_loops = 1\nresident = false/' "$tmp/sn.toml" >"$tmp/snr.toml"
-mpirun --oversubscribe --bind-to none -np 2 "$bin" run "$tmp/snr.toml" --output "$tmp/snr/s.h5" --threads 1 --quiet >/dev/null
-"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --nested-loops 1 --no-resident --json >"$tmp/ffm_nr.json"
+for s in sn snr; do
+  mpirun --oversubscribe --bind-to none -np 2 "$bin" run "$tmp/$s.toml" --output "$tmp/$s/s.h5" --threads 1 --quiet >/dev/null
+done
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --nested-loops 1 --json >"$tmp/sn.json"
+"$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --nested-loops 1 --no-resident --json >"$tmp/snr.json"
 /usr/bin/python3 - "$tmp" <<'PY'
 import h5py, json, sys
 d = sys.argv[1]
-u = {x['label'].decode(): x for x in h5py.File(f'{d}/snr/s.h5')['units'][...]}
-join = u['chain3.toml @ arch ffm']
-j, r = json.load(open(f'{d}/ffm_nr.json')), json.load(open(f'{d}/ffm_n.json'))
-assert (j['energy_pj'], j['cycles']) == (join['energy_pj'], join['cycles']), (j, join)
-assert j['contexts'] < r['contexts'] and j['edp'] >= r['edp'] and 'resident:' not in j['looptree'], (j['edp'], r['edp'])
-print('ffm study without resident tensors ok')
+j = {}
+for s in ('sn', 'snr'):
+    u = {x['label'].decode(): x for x in h5py.File(f'{d}/{s}/s.h5')['units'][...]}
+    join = u['chain3.toml @ arch ffm']
+    j[s] = json.load(open(f'{d}/{s}.json'))
+    assert (j[s]['energy_pj'], j[s]['cycles']) == (join['energy_pj'], join['cycles']), (s, j[s], join)
+free = json.load(open(f'{d}/ffm.json'))
+assert j['sn']['contexts'] > free['contexts'] and j['sn']['edp'] <= free['edp'], (j['sn']['contexts'], free['contexts'])
+n, r = j['snr'], j['sn']
+assert n['contexts'] < r['contexts'] and n['edp'] >= r['edp'] and 'resident:' not in n['looptree'], (n['edp'], r['edp'])
+print('ffm study with nested fusion, with and without resident tensors, ok')
 PY
 # Bad input.
 expect_exit() {  # status, message, then the arguments
