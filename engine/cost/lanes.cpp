@@ -217,17 +217,26 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
     const double volume = static_cast<double>(pt.volume);
     Lane &rd = w.reads[l][t], &fl = w.fills[l][t], &up = w.updates[l][t];
     if (pr.output) {
-      const bool legacy = p.legacy_output_fills, acc = p.output_accumulates;
-      LANES {
-        const double transfers = child_fills.v[k] * groups.v[k];
-        biggest.v[k] = transfers > biggest.v[k] ? transfers : biggest.v[k];
-        const double partition = volume / split.v[k];
-        up.v[k] = transfers;
-        const double r = transfers - partition;
-        rd.v[k] = acc ? transfers : r > 0 ? r : 0;
-        const double f = fills.v[k] - partition;
-        fl.v[k] = legacy || acc ? fills.v[k] : (f > 0 ? f : 0);
-        child_fills.v[k] = fills.v[k];
+      const bool legacy = p.legacy_output_fills;
+      if (p.output_accumulates) {  // no update lands on zero (a separate loop keeps the common one as it was)
+        LANES {
+          const double transfers = child_fills.v[k] * groups.v[k];
+          biggest.v[k] = transfers > biggest.v[k] ? transfers : biggest.v[k];
+          up.v[k] = rd.v[k] = transfers;
+          fl.v[k] = child_fills.v[k] = fills.v[k];
+        }
+      } else {
+        LANES {
+          const double transfers = child_fills.v[k] * groups.v[k];
+          biggest.v[k] = transfers > biggest.v[k] ? transfers : biggest.v[k];
+          const double partition = volume / split.v[k];
+          up.v[k] = transfers;
+          const double r = transfers - partition;
+          rd.v[k] = r > 0 ? r : 0;
+          const double f = fills.v[k] - partition;
+          fl.v[k] = legacy ? fills.v[k] : (f > 0 ? f : 0);
+          child_fills.v[k] = fills.v[k];
+        }
       }
     } else {
       LANES {
