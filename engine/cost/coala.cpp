@@ -64,6 +64,7 @@ struct Location {
 struct SeenOnLink {
   int link;
   double start, end;
+  int sender;
 };
 
 struct TensorState {
@@ -93,7 +94,8 @@ class Scheduler {
   std::vector<int> succ_begin_, succ_;  // CSR successors
   std::vector<int> pred_begin_, pred_;  // CSR predecessors
   Schedule out_;
-  std::vector<int> needed_scratch_;
+  std::vector<Location> removal_scratch_;
+  std::vector<int> victims_;
   std::vector<std::pair<const LinkCalendar*, double>> path_scratch_;
 
   void validate() const;
@@ -292,11 +294,11 @@ double Scheduler::transfer(int tensor, int receiver, double earliest, const std:
   if (!o_.dedup_only_equal_start && duration > 0) {
     // Multicast: ride on an earlier window of this tensor on every link of the path.
     for (const auto& s : seen) {
-      if (s.link != path.front() || s.start < t || s.end - s.start < duration) continue;
+      if (s.link != path.front() || s.sender != from || s.start < t || s.end - s.start < duration) continue;
       bool all = true;
       for (int l : path)
         all = all && std::any_of(seen.begin(), seen.end(),
-                                 [&](const SeenOnLink& x) { return x.link == l && x.start == s.start; });
+                                 [&](const SeenOnLink& x) { return x.link == l && x.sender == from && x.start == s.start; });
       if (all && (start == kNone || s.start < start)) start = s.start;
     }
     reused = start != kNone;
@@ -326,7 +328,7 @@ double Scheduler::transfer(int tensor, int receiver, double earliest, const std:
         if (s.link == l && s.start == start) is_new = false;
     if (is_new) {
       links_[size_t(l)].reserve(start, end, bw);
-      seen.push_back({l, start, end});
+      seen.push_back({l, start, end, from});
       tr.link_energy_pj += duration * p_.links[size_t(l)].energy_pj_per_cc * fraction;
     } else {
       new_everywhere = false;
@@ -411,7 +413,7 @@ double Scheduler::make_space(int tensor, int core, double t, const std::vector<i
 double Scheduler::clear_memories(int tile, double t) {
   const auto& c = p_.tiles[size_t(tile)];
   // One pass per too-large operand, each re-reading what is stored at the advanced time (Stream).
-  std::vector<int> victims;
+  auto& victims = victims_;
   for (size_t pass = 0; pass < c.blocks.size(); ++pass) {
     victims.clear();
     for (int s : stored_[size_t(c.core)])
@@ -469,7 +471,7 @@ double Scheduler::block(int tile, double t) {
           if (s.link == pl.link && s.start == start) is_new = false;
       if (is_new) {
         links_[size_t(pl.link)].reserve(start, end, b.bandwidth_bits_per_cc);
-        seen.push_back({pl.link, start, end});
+        seen.push_back({pl.link, start, end, b.to_offchip ? c.core : dram_});
         out_.latency_cc = std::max(out_.latency_cc, end);
       }
       Transfer tr;
@@ -495,8 +497,8 @@ void Scheduler::check_for_removal(const std::vector<int>& needed, double t) {
   for (int x : needed) {
     if (total_priority(x) != 0) continue;
     const auto& spec = p_.tensors[size_t(x)];
-    const std::vector<Location> at = ts_[size_t(x)].at;
-    for (const auto& l : at) {
+    removal_scratch_.assign(ts_[size_t(x)].at.begin(), ts_[size_t(x)].at.end());
+    for (const auto& l : removal_scratch_) {
       double when = t;
       if (spec.is_output && spec.owner >= 0) {
         const int o = spec.owner;
@@ -533,6 +535,9 @@ Schedule Scheduler::run() {
   ts_.assign(p_.tensors.size(), {});
   out_ = Schedule{};
   out_.tiles.assign(n, ScheduledTile{});
+  size_t expected_transfers = 0;
+  for (const auto& c : p_.tiles) expected_transfers += c.inputs.size() + c.blocks.size();
+  out_.transfers.reserve(expected_transfers + expected_transfers / 4);
 
   // Cores in use idle from 0; only they take part in synchronisations.
   std::vector<char> used(nc, 0);
