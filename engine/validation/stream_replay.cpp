@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "engine/common/csv.hpp"
@@ -264,6 +265,7 @@ StreamReplay load_stream_replay(const std::string& folder) {
   const int e_pl = edges.col("producer_layer"), e_ps = edges.col("producer_sub"), e_cl = edges.col("consumer_layer"),
             e_cs = edges.col("consumer_sub"), e_kind = edges.col("kind"), e_op = edges.col("consumer_operand");
   std::vector<std::vector<std::pair<int, std::string>>> inter_in(P.tiles.size());  // (producer, consumer operand)
+  std::set<std::pair<int, int>> edge_seen;
   for (size_t i = 0; i < edges.rows(); ++i) {
     auto find = [&](int lc, int sc) {
       auto it = tile_of.find({edges.integer(i, lc), edges.integer(i, sc)});
@@ -271,6 +273,7 @@ StreamReplay load_stream_replay(const std::string& folder) {
       return it->second;
     };
     const int a = find(e_pl, e_ps), b = find(e_cl, e_cs);
+    if (!edge_seen.insert({a, b}).second) continue;  // Stream's graph is a DiGraph: one edge per pair
     P.edges.emplace_back(a, b);
     const std::string& kind = edges.str(i, e_kind);
     if (kind == "inter") {

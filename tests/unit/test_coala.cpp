@@ -143,6 +143,42 @@ TEST_CASE("coala: a forced eviction is written back to DRAM and fetched again") 
   CHECK(s.peak_memory_bits[0] == 600 + 8 + 8);  // OB, OC and OD from 230 on
 }
 
+TEST_CASE("coala: a too-large CT writes the core's tensors back, then blocks the bus for its runtime") {
+  Problem p = machine(1, 1e6);
+  one_bus(p, 128, 0);
+  const int wa = tensor(p, 640, 0, false, true, {0});
+  const int oa = tensor(p, 1280, 0, true, false, {1});
+  const int ob = tensor(p, 64, 1, true, false, {});
+  const int ib = tensor(p, 1280, 1, false, false, {});  // B's own input window, streamed from DRAM
+  p.tiles = {tile(0, 0, 0, 100, oa, {wa}), tile(1, 0, 1, 200, ob, {})};
+  p.tiles[1].blocks = {{ob, 32, true}, {ib, 64, false}};
+  p.tiles[1].output_offchip = true;
+  p.tiles[1].offchip_energy_pj = 777;
+  p.edges = {{0, 1}};
+  const Schedule s = schedule(p, Options::for_semantics(Semantics::Stream));
+  CHECK(s.tiles[0].start == 5);
+  CHECK(s.tiles[0].end == 105);
+  // OA (not in DRAM) is written back from when it exists: [105,115) at 128 b/cc.
+  const Transfer& wb = find_transfer(s, oa, 1);
+  CHECK(wb.cause == TransferCause::Eviction);
+  CHECK(wb.start == 105);
+  CHECK(wb.end == 115);
+  CHECK(s.tiles[1].start == 115);
+  CHECK(s.tiles[1].end == 315);
+  int blocks = 0;
+  for (const auto& t : s.transfers)
+    if (t.cause == TransferCause::Block) {
+      ++blocks;
+      CHECK(t.start == 115);
+      CHECK(t.end == 315);
+      CHECK(t.occupies_links);
+    }
+  CHECK(blocks == 2);
+  CHECK(s.latency_cc == 315);
+  CHECK(s.energy.memory[int(TransferCause::Eviction)] == doctest::Approx(1 * 20 + 1000 * 20));
+  CHECK(s.energy.stream_breakdown()[2].second == doctest::Approx(1000 * 10 + 2 * 10 + 777));
+}
+
 TEST_CASE("coala: two transfers contending for one link") {
   for (const double fraction : {0.5, 1.0}) {
     Problem p = machine(2, 1e6);
