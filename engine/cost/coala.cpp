@@ -308,16 +308,9 @@ double Scheduler::transfer(int tensor, int receiver, double earliest, const std:
 
   spawn(tensor, receiver, start, end);
 
-  Transfer tr;
-  tr.tensor = tensor;
-  tr.sender = from;
-  tr.receiver = receiver;
-  tr.tile = tile;
-  tr.start = start;
-  tr.end = end;
-  tr.bits = spec.bits;
-  tr.bandwidth = slowest;
-  tr.search_from = t;
+  if (!cause_given) cause = from == dram_ ? TransferCause::OffChip : TransferCause::CoreToCore;
+  Transfer tr{.tensor = tensor, .sender = from, .receiver = receiver, .tile = tile, .cause = cause,
+              .start = start, .end = end, .bits = spec.bits, .bandwidth = slowest, .search_from = t};
   bool new_everywhere = true;
   for (size_t k = 0; k < path.size(); ++k) {
     const int l = path[k];
@@ -335,8 +328,6 @@ double Scheduler::transfer(int tensor, int receiver, double earliest, const std:
     }
   }
   tr.occupies_links = new_everywhere;
-  if (!cause_given) cause = from == dram_ ? TransferCause::OffChip : TransferCause::CoreToCore;
-  tr.cause = cause;
   tr.memory_energy_pj = memory_energy(spec.bits, from, receiver);
   if (reused) {  // one read at the sender serves every receiver of a multicast
     const auto& s = p_.cores[size_t(from)];
@@ -474,19 +465,17 @@ double Scheduler::block(int tile, double t) {
         seen.push_back({pl.link, start, end, b.to_offchip ? c.core : dram_});
         out_.latency_cc = std::max(out_.latency_cc, end);
       }
-      Transfer tr;
-      tr.tensor = b.tensor;
-      tr.sender = b.to_offchip ? c.core : dram_;
-      tr.receiver = b.to_offchip ? dram_ : c.core;
-      tr.tile = tile;
-      tr.cause = TransferCause::Block;
-      tr.start = start;
-      tr.end = end;
-      tr.bits = p_.tensors[size_t(b.tensor)].bits;
-      tr.bandwidth = b.bandwidth_bits_per_cc;
-      tr.search_from = t;
-      tr.occupies_links = is_new;
-      out_.transfers.push_back(tr);
+      out_.transfers.push_back(Transfer{.tensor = b.tensor,
+                                        .sender = b.to_offchip ? c.core : dram_,
+                                        .receiver = b.to_offchip ? dram_ : c.core,
+                                        .tile = tile,
+                                        .cause = TransferCause::Block,
+                                        .start = start,
+                                        .end = end,
+                                        .bits = p_.tensors[size_t(b.tensor)].bits,
+                                        .bandwidth = b.bandwidth_bits_per_cc,
+                                        .search_from = t,
+                                        .occupies_links = is_new});
     }
   return start;
 }

@@ -31,22 +31,17 @@ struct Table {
   [[noreturn]] void fail(size_t row, int c, const std::string& what) const {
     throw InputError({file, int(row) + 2, c + 1}, t.header[size_t(c)], what);
   }
-  double num(size_t row, int c) const {
+  template <class T>
+  T parse(size_t row, int c, const char* expected) const {
     const std::string& s = str(row, c);
-    double v = 0;
+    T v{};
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc() || p != s.data() + s.size() || s.empty())
-      fail(row, c, "expected a number, got '" + s + "'");
+      fail(row, c, std::string("expected ") + expected + ", got '" + s + "'");
     return v;
   }
-  int integer(size_t row, int c) const {
-    const std::string& s = str(row, c);
-    int v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || p != s.data() + s.size() || s.empty())
-      fail(row, c, "expected an integer, got '" + s + "'");
-    return v;
-  }
+  double num(size_t row, int c) const { return parse<double>(row, c, "a number"); }
+  int integer(size_t row, int c) const { return parse<int>(row, c, "an integer"); }
 };
 
 std::vector<std::string> split(const std::string& s, char sep) {

@@ -41,14 +41,8 @@ int tensor(Problem& p, double bits, int owner, bool output, bool constant, std::
 }
 
 TileSpec tile(int layer, int core, int64_t priority, double runtime, int output, std::vector<int> inputs) {
-  TileSpec t;
-  t.layer = layer;
-  t.core = core;
-  t.priority = priority;
-  t.runtime_cc = runtime;
-  t.output = output;
-  t.inputs = std::move(inputs);
-  return t;
+  return TileSpec{.layer = layer, .core = core, .priority = priority, .runtime_cc = runtime, .output = output,
+                  .inputs = std::move(inputs)};
 }
 
 const Transfer& find_transfer(const Schedule& s, int tensor, int receiver) {
