@@ -260,7 +260,9 @@ TEST_CASE("coala: bad problems are InputErrors") {
 }
 
 namespace {
-void check_replay(const std::string& run, size_t cns, double latency, double energy) {
+// `peaks`: per core, the peak top-memory use rebuilt from the run's memory_events.csv (adds and
+// removes at their timesteps).
+void check_replay(const std::string& run, size_t cns, double latency, double energy, std::vector<double> peaks) {
   const StreamReplay r = load_stream_replay(test::shared_data("stream/derived/coala/" + run));
   const Schedule s = schedule(r.problem, Options::for_semantics(Semantics::Stream));
   const ReplayComparison c = compare_replay(r, s);
@@ -271,11 +273,12 @@ void check_replay(const std::string& run, size_t cns, double latency, double ene
   CHECK(s.latency_cc == latency);
   CHECK(s.energy.total() == doctest::Approx(energy).epsilon(1e-9));
   CHECK(c.ok());
+  CHECK(s.peak_memory_bits == peaks);
 }
 }  // namespace
 
 TEST_CASE("coala: Stream's 2conv fused schedule to the cycle") {
-  check_replay("2conv_fused_fixed_k4", 448, 61004, 43296172.624);
+  check_replay("2conv_fused_fixed_k4", 448, 61004, 43296172.624, {685056, 685056, 685056, 685056, 0, 0, 632832});
   // The broadcast rule matters: multicast (any earlier window of the tensor) gives another schedule.
   const StreamReplay r = load_stream_replay(test::shared_data("stream/derived/coala/2conv_fused_fixed_k4"));
   Options o = Options::for_semantics(Semantics::Stream);
@@ -284,7 +287,7 @@ TEST_CASE("coala: Stream's 2conv fused schedule to the cycle") {
 }
 
 TEST_CASE("coala: Stream's ResNet-18 layer-by-layer schedule to the cycle") {
-  check_replay("resnet18_lbl_fixed_k4", 162, 5563353.5, 4607092175.552);
+  check_replay("resnet18_lbl_fixed_k4", 162, 5563353.5, 4607092175.552, {0, 0, 0, 0, 0, 0, 141007392});
 }
 
 TEST_CASE("coala: a malformed replay folder names file, line and column") {
