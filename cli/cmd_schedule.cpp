@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -99,9 +100,14 @@ Command add_schedule_command(CLI::App& app) {
               j["differences"] = nlohmann::json::array();
               for (size_t i = 0; i < c.diffs.size() && int(i) < o->show; ++i) {
                 const auto& d = c.diffs[i];
+                auto num = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
                 j["differences"].push_back({{"cn", fmt::format("L{}S{}", d.layer, d.sub)}, {"start", d.start},
                                             {"end", d.end}, {"expected_start", d.expected_start},
-                                            {"expected_end", d.expected_end}});
+                                            {"expected_end", d.expected_end}, {"preds_end", d.preds_end},
+                                            {"ready", d.ready}, {"after_inputs", d.after_inputs},
+                                            {"expected_preds_end", num(d.expected_preds_end)},
+                                            {"expected_ready", num(d.expected_ready)},
+                                            {"expected_after_inputs", num(d.expected_after_inputs)}});
               }
               std::cout << j.dump(1) << "\n";
             } else {
@@ -117,10 +123,22 @@ Command add_schedule_command(CLI::App& app) {
               if (c.expected_transfers)
                 fmt::print("transfer rows differing from transfers.csv: {} of {} (first at row {})\n",
                            c.transfer_mismatches, c.expected_transfers, c.first_transfer_mismatch);
+              if (c.first_transfer_mismatch >= 0 && size_t(c.first_transfer_mismatch) < c.transfers &&
+                  size_t(c.first_transfer_mismatch) < c.expected_transfers) {
+                const auto& g = c.first_transfer_got;
+                const auto& e = c.first_transfer_expected;
+                fmt::print("  row {}: COALA {} of tensor {} {}->{} for tile {} [{:.10g}, {:.10g}) searched from {:.10g}, "
+                           "occupies links {}; Stream {} [{:.10g}, {:.10g}) new {}\n",
+                           c.first_transfer_mismatch, coala::to_string(g.cause), g.tensor, g.sender, g.receiver, g.tile,
+                           g.start, g.end, g.search_from, g.occupies_links, e.block ? "block" : "transfer", e.start,
+                           e.end, e.new_event);
+              }
               for (size_t i = 0; i < c.diffs.size() && int(i) < o->show; ++i) {
                 const auto& d = c.diffs[i];
-                fmt::print("  L{}S{}: start {:.10g} end {:.10g}, Stream {:.10g} .. {:.10g}\n", d.layer, d.sub, d.start,
-                           d.end, d.expected_start, d.expected_end);
+                fmt::print("  L{}S{}: start {:.10g} end {:.10g} (preds end {:.10g}, ready {:.10g}, after inputs {:.10g}); "
+                           "Stream {:.10g} .. {:.10g} (preds end {:.10g}, ready {:.10g}, after inputs {:.10g})\n",
+                           d.layer, d.sub, d.start, d.end, d.preds_end, d.ready, d.after_inputs, d.expected_start,
+                           d.expected_end, d.expected_preds_end, d.expected_ready, d.expected_after_inputs);
               }
             }
             return strict && !c.ok() ? 1 : 0;

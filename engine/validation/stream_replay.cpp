@@ -252,7 +252,11 @@ StreamReplay load_stream_replay(const std::string& folder) {
     P.tensors[size_t(t.output)].is_output = true;
     P.tensors[size_t(t.output)].owner = int(i);
     P.tiles.push_back(t);
-    r.expected.push_back({t.layer, t.sub, cns.integer(i, c_pick), cns.num(i, c_start), cns.num(i, c_end)});
+    auto trace = [&](const char* col) {
+      return cns.has(col) && !cns.str(i, cns.col(col)).empty() ? cns.num(i, cns.col(col)) : std::nan("");
+    };
+    r.expected.push_back({t.layer, t.sub, cns.integer(i, c_pick), cns.num(i, c_start), cns.num(i, c_end),
+                          trace("preds_end"), trace("t_ready"), trace("t_after_inputs")});
   }
 
   // Edges: every edge orders; inter-layer edges carry the producer's output.
@@ -358,7 +362,8 @@ ReplayComparison compare_replay(const StreamReplay& replay, const coala::Schedul
     if (y.pick != x.pick) ++c.pick_mismatches;
     if (std::abs(y.start - x.start) > tol || std::abs(y.end - x.end) > tol) {
       ++c.cn_mismatches;
-      c.diffs.push_back({int(i), x.layer, x.sub, y.start, y.end, x.start, x.end});
+      c.diffs.push_back({int(i), x.layer, x.sub, y.start, y.end, x.start, x.end, y.preds_end, y.ready,
+                         y.after_inputs, x.preds_end, x.ready, x.after_inputs});
     }
   }
   c.transfers = s.transfers.size();
@@ -368,7 +373,11 @@ ReplayComparison compare_replay(const StreamReplay& replay, const coala::Schedul
     const auto& y = s.transfers[i];
     if ((y.cause == coala::TransferCause::Block) != x.block || std::abs(y.start - x.start) > tol ||
         std::abs(y.end - x.end) > tol || y.occupies_links != x.new_event) {
-      if (c.first_transfer_mismatch < 0) c.first_transfer_mismatch = long(i);
+      if (c.first_transfer_mismatch < 0) {
+        c.first_transfer_mismatch = long(i);
+        c.first_transfer_got = y;
+        c.first_transfer_expected = x;
+      }
       ++c.transfer_mismatches;
     }
   }

@@ -16,6 +16,8 @@ struct StreamReplay {
   struct Cn {
     int layer = 0, sub = 0, pick = 0;
     double start = 0, end = 0;
+    // Stream's timing chain (cns.csv trace columns), to localise a difference; NaN when absent.
+    double preds_end = 0, ready = 0, after_inputs = 0;
   };
   std::vector<Cn> expected;  // indexed like problem.tiles
   struct Event {  // one row of transfers.csv
@@ -39,9 +41,13 @@ struct ReplayComparison {
   struct CnDiff {
     int tile, layer, sub;
     double start, end, expected_start, expected_end;
+    double preds_end, ready, after_inputs;                    // COALA's timing chain
+    double expected_preds_end, expected_ready, expected_after_inputs;  // Stream's
   };
   std::vector<CnDiff> diffs;  // every mismatching CN, in pick order of the oracle
-  long first_transfer_mismatch = -1;
+  long first_transfer_mismatch = -1;  // row of transfers.csv
+  coala::Transfer first_transfer_got{};
+  StreamReplay::Event first_transfer_expected{};
   bool ok() const { return cn_mismatches == 0 && latency_match && energy_match; }
 };
 
