@@ -93,11 +93,12 @@ void BM_Synthetic(benchmark::State& state) {
 BENCHMARK_CAPTURE(BM_StreamReplay, resnet18_lbl, "resnet18_lbl_fixed_k4")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_StreamReplay, conv2_fused, "2conv_fused_fixed_k4")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Synthetic)
+    ->Args({11, 88, 0})
     ->Args({10, 250, 0})
     ->Args({25, 1000, 0})
     ->Args({25, 1000, 1})
     ->Args({25, 10000, 0})
     ->Unit(benchmark::kMillisecond)
-    ->Iterations(1);
+    ->Iterations(3);
 
 BENCHMARK_MAIN();
