@@ -205,7 +205,7 @@ class IdealSearch {
     comps_.clear();
     components(g_, sorted, ws_, comps_);
     if (comps_.size() != 1) return;
-    const GroupCost& c = ev_.cost(sorted);
+    const GroupCost c = ev_.cost(sorted);
     if (!ev_.valid(c)) return;
     Bits next = base;
     for (int32_t v : sorted) set(next, v);

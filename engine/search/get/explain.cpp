@@ -47,7 +47,7 @@ class ExactCutExplainer final : public Explainer {
       int64_t valid_nodes = 0;
       size_t nvalid = 0;
       for (const Group& part : parts) {
-        const GroupCost& c = ev.cost(part);
+        const GroupCost c = ev.cost(part);
         dram += c.dram;
         max_buf = std::max(max_buf, c.buffer);
         if (ev.valid(c)) ++nvalid, valid_nodes += static_cast<int64_t>(part.size());
@@ -144,7 +144,7 @@ IntervalResult interval_dp(Evaluator& ev, std::span<const int32_t> nodes, Worksp
       double dram = 0;
       bool ok = true, hopeless = false;
       for (const Group& c : comps) {
-        const GroupCost& gc = ev.cost(c);
+        const GroupCost gc = ev.cost(c);
         dram += gc.dram;
         ok = ok && ev.valid(gc);
         // Extending the interval to the left only grows the component holding this one.

@@ -94,7 +94,7 @@ void Evaluator::grow() {
   slots_.swap(slots);
 }
 
-const GroupCost& Evaluator::cost(std::span<const int32_t> nodes) {
+GroupCost Evaluator::cost(std::span<const int32_t> nodes) {
   ++lookups_;
   std::fill(scratch_.begin(), scratch_.end(), 0);
   for (int32_t v : nodes) scratch_[v >> 6] |= uint64_t{1} << (v & 63);
@@ -362,7 +362,7 @@ void price(Evaluator& ev, Plan& plan) {
   plan.dram = 0;
   plan.mbu = 0;
   for (const Group& grp : plan.groups) {
-    const GroupCost& c = ev.cost(grp);
+    const GroupCost c = ev.cost(grp);
     plan.dram += c.dram;
     plan.mbu = std::max(plan.mbu, c.buffer);
   }

@@ -73,7 +73,7 @@ class Evaluator {
  public:
   explicit Evaluator(const Problem& p);
   const Problem& problem() const { return *p_; }
-  const GroupCost& cost(std::span<const int32_t> sorted_nodes);
+  GroupCost cost(std::span<const int32_t> sorted_nodes);  // by value: the table may grow
   bool valid(const GroupCost& c) const { return c.supported && c.buffer < p_->beta; }
   bool valid(std::span<const int32_t> sorted_nodes) { return valid(cost(sorted_nodes)); }
   int64_t model_calls() const { return model_calls_; }

@@ -87,7 +87,7 @@ const Splitter::Outcome& Splitter::split(const Group& group, int depth) {
     double dram = 0;
     bool all_valid = true;
     for (const Group& part : ex.split) {
-      const GroupCost& c = ev_.cost(part);
+      const GroupCost c = ev_.cost(part);
       all_valid = all_valid && ev_.valid(c);
       dram += c.dram;
     }
@@ -118,7 +118,7 @@ const Splitter::Outcome& Splitter::split(const Group& group, int depth) {
     split_at(ev_.problem().dag, group, t, ws_, c.parts);
     int nvalid = 0;
     for (const Group& part : c.parts) {
-      const GroupCost& gc = ev_.cost(part);
+      const GroupCost gc = ev_.cost(part);
       const bool ok = ev_.valid(gc);
       c.valid.push_back(ok);
       c.dram += gc.dram;
