@@ -10,13 +10,10 @@
 #include "engine/workload/onnx_import.hpp"
 
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -26,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/common/error.hpp"
+#include "engine/workload/onnx_model.hpp"
 
 namespace mapfuse {
 namespace {
@@ -150,28 +148,6 @@ std::vector<std::string> supported_ops() {
   return v;
 }
 
-std::optional<std::vector<int64_t>> tensor_ints(const onnx::TensorProto& t) {
-  const auto dt = t.data_type();
-  if (dt == onnx::TensorProto::INT64) {
-    if (t.int64_data_size() > 0) return std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end());
-    if (t.has_raw_data() && t.raw_data().size() % 8 == 0) {
-      std::vector<int64_t> v(t.raw_data().size() / 8);
-      std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-      return v;
-    }
-  } else if (dt == onnx::TensorProto::INT32) {
-    if (t.int32_data_size() > 0) return std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end());
-    if (t.has_raw_data() && t.raw_data().size() % 4 == 0) {
-      std::vector<int32_t> v(t.raw_data().size() / 4);
-      std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-      return std::vector<int64_t>(v.begin(), v.end());
-    }
-  }
-  if (t.dims_size() == 0 && dt == onnx::TensorProto::INT64 && t.int64_data_size() == 0 && !t.has_raw_data())
-    return std::nullopt;
-  return std::nullopt;
-}
-
 class Importer {
  public:
   Importer(std::string path, OnnxOptions opt) : path_(std::move(path)), opt_(opt) {}
@@ -182,7 +158,7 @@ class Importer {
     for (const auto& t : g.initializer()) {
       static_.insert(t.name());
       shapes_[t.name()] = Shape(t.dims().begin(), t.dims().end());
-      if (auto v = tensor_ints(t)) ints_[t.name()] = *v;
+      if (auto v = onnx_tensor_ints(t)) ints_[t.name()] = *v;
     }
     for (const auto& vi : g.value_info()) record_shape(vi);
     for (const auto& vi : g.output()) record_shape(vi);
@@ -206,39 +182,7 @@ class Importer {
   }
 
  private:
-  void load() {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!fs::exists(path_, ec))
-      throw InputError({path_, 0, 0}, {}, "cannot open ONNX file: no such file");
-    if (fs::is_directory(path_, ec))
-      throw InputError({path_, 0, 0}, {}, "is a directory; expected an .onnx model file");
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) throw InputError({path_, 0, 0}, {}, std::string("cannot open ONNX file: ") + std::strerror(errno));
-    if (!model_.ParseFromIstream(&in))
-      throw InputError({path_, 0, 0}, {},
-                       "not a valid ONNX model: protobuf parsing failed (the file is truncated, "
-                       "corrupt or not an ONNX ModelProto)");
-    if (!model_.has_graph() || model_.graph().node_size() == 0)
-      throw InputError({path_, 0, 0}, {},
-                       "ONNX model has no graph nodes (empty, truncated or not an ONNX file); "
-                       "expected a ModelProto whose graph has at least one node");
-    // Symbolic (dynamic) input dimensions are taken as 1 before shape inference.
-    std::set<std::string> inits;
-    for (const auto& t : model_.graph().initializer()) inits.insert(t.name());
-    for (auto& in_vi : *model_.mutable_graph()->mutable_input()) {
-      if (inits.count(in_vi.name()) || !in_vi.type().has_tensor_type() ||
-          !in_vi.type().tensor_type().has_shape())
-        continue;
-      for (auto& d : *in_vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-        if (!d.has_dim_value() || d.dim_value() <= 0) d.set_dim_value(1);
-    }
-    try {
-      onnx::shape_inference::InferShapes(model_);
-    } catch (const std::exception&) {
-      // Not fatal: shapes of supported operators are derived below.
-    }
-  }
+  void load() { read_onnx_model(path_, model_); }
 
   void record_shape(const onnx::ValueInfoProto& vi) {
     if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
@@ -471,7 +415,7 @@ class Importer {
       if (op == "Constant") {
         if (const auto* a = attr(n, "value")) {
           shapes_[n.output(0)] = Shape(a->t().dims().begin(), a->t().dims().end());
-          if (auto v = tensor_ints(a->t())) ints_[n.output(0)] = *v;
+          if (auto v = onnx_tensor_ints(a->t())) ints_[n.output(0)] = *v;
         } else if (const auto* a2 = attr(n, "value_ints")) {
           ints_[n.output(0)] = {a2->ints().begin(), a2->ints().end()};
           shapes_[n.output(0)] = {static_cast<int64_t>(a2->ints_size())};
