@@ -1,10 +1,14 @@
 // GET-fusion's fusion-group models (engine/cost/fusion_group.hpp): F_beta + F_D evaluations per
 // second on random connected groups of EfficientNet-B3 and MobileNetV2 (docs/get.md), one thread:
 //   build/bench/mapfuse_bench_get_models --benchmark_repetitions=3
+// Per-network figures for docs/get.md (fuseable ops and all-singletons DRAM at 128/256 KB):
+//   build/bench/mapfuse_bench_get_models --report
 // Groups of 2..32 nodes are grown from random seeds through random neighbours (fixed seed); each
 // iteration evaluates one group, cycling through 4096 of them.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <cstring>
 #include <random>
 #include <set>
 #include <string>
@@ -64,6 +68,38 @@ BENCHMARK_CAPTURE(BM_group_cost, MBv2_LBDF_upto32, "mobilenet_v2", FusionScheme:
 BENCHMARK_CAPTURE(BM_group_cost, MBv2_BRR_upto32, "mobilenet_v2", FusionScheme::Brr, 32);
 BENCHMARK_CAPTURE(BM_group_cost, EB3_LBDF_upto128, "efficientnet_b3", FusionScheme::Lbdf, 128);
 
+void report() {
+  std::printf("| network | nodes | scheme | merge act. | beta KB | fuseable | singleton DRAM MiB |\n");
+  std::printf("|---|---:|---|---|---:|---:|---:|\n");
+  for (const char* net : {"efficientnet_b3", "resnet152", "deeplabv3_mobilenet_v3_large", "mobilenet_v2", "vgg16",
+                          "resnet50", "resnet18", "squeezenet1_0", "squeezenet1_1", "efficientnet_b0"}) {
+    const OpGraph g = load_op_graph(std::string(MAPFUSE_SHARED_DATA) + "/get/onnx/" + net + ".onnx");
+    GroupWorkspace ws(g);
+    for (auto scheme : {FusionScheme::Lbdf, FusionScheme::Brr})
+      for (bool merge : {false, true})
+        for (int64_t kb : {128, 256}) {
+          GroupModelOptions opt;
+          opt.merge_activations = merge;
+          const int64_t beta = kb * opt.kb;
+          const auto f = fuseable_nodes(g, scheme, beta, opt);
+          const auto plan = singleton_plan(f);
+          const PlanCost pc = plan_cost(g, plan, scheme, beta, opt, ws);
+          std::printf("| %s | %d | %s | %s | %lld | %zu | %.1f |\n", net, g.size(),
+                      std::string(to_string(scheme)).c_str(), merge ? "yes" : "no", static_cast<long long>(kb),
+                      plan.size(), static_cast<double>(pc.dram_bytes) / static_cast<double>(opt.kb * opt.kb));
+        }
+  }
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--report") == 0) {
+    report();
+    return 0;
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -141,7 +141,8 @@ std::vector<std::string> supported_ops() {
   std::vector<std::string> v = {"Conv", "QLinearConv", "Gemm", "MatMul", "QLinearMatMul",
                                 "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool",
                                 "GlobalMaxPool", "QLinearGlobalAveragePool", "Softmax",
-                                "LogSoftmax", "Concat", "Pad", "Constant", "Shape", "Size"};
+                                "LogSoftmax", "Concat", "Pad", "Resize", "Upsample", "Constant", "Shape",
+                                "Size"};
   v.insert(v.end(), kUnary.begin(), kUnary.end());
   v.insert(v.end(), kBinary.begin(), kBinary.end());
   v.insert(v.end(), kAlias.begin(), kAlias.end());
@@ -454,7 +455,7 @@ class Importer {
           Shape s = shape_of(n, in);
           outs = broadcast(n, outs, s);
         }
-      if (opt_.fold_unary && outs == v.shape) {
+      if (opt_.fold_unary && !opt_.keep_all_ops && outs == v.shape) {
         views_[out] = v;
         shapes_[out] = v.shape;
         return;
@@ -483,6 +484,7 @@ class Importer {
       set_output(n, out, outs);
       return;
     }
+    if (op == "Resize" || op == "Upsample") return resize(n);
     if (kAlias.count(op) || op == "Cast") return alias(n);
     (void)index;
     std::string ops;
@@ -515,9 +517,7 @@ class Importer {
         for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i) perm.push_back(i);
       if (perm.size() != in.size()) fail(n, "perm has the wrong length for input " + shape_str(in));
       v.transpose(perm);
-      views_[out] = v;
-      shapes_[out] = v.shape;
-      return;
+      return alias_result(n, out, v);
     }
     if (op == "Flatten") {
       int64_t axis = norm_axis(attr_i(n, "axis", 1), in.size());
@@ -572,8 +572,61 @@ class Importer {
       fail(n, "reshape from " + shape_str(in) + " to " + shape_str(*to) +
                   " mixes dimensions in a way no affine projection expresses; supported: merging "
                   "or splitting adjacent dimensions, and transposes");
-    views_[out] = v;
-    shapes_[out] = v.shape;
+    alias_result(n, out, v);
+  }
+
+  // A shape-only operator's output: a view of its input, or (keep_all_ops) a Copy Einsum that
+  // reads the input through that view.
+  void alias_result(const onnx::NodeProto& n, const std::string& out, const View& v) {
+    if (!opt_.keep_all_ops) {
+      views_[out] = v;
+      shapes_[out] = v.shape;
+      return;
+    }
+    const std::string tmp = out + "#view";
+    views_[tmp] = v;
+    std::vector<const View*> views;
+    Einsum e = pointwise(n, OpKind::Copy, v.shape, {tmp}, views, out);
+    add(n, std::move(e), views);
+    views_.erase(tmp);
+    set_output(n, out, v.shape);
+  }
+
+  // Resize: a Copy Einsum over the output. An integer upsampling factor f splits the output rank
+  // into (input index, phase), so the input is read at o / f; a size-1 input dimension is
+  // broadcast. Other factors (DeepLabV3's final 33 -> 513) have no affine projection.
+  void resize(const onnx::NodeProto& n) {
+    const View& v = act(n, n.input(0));
+    const auto outs = inferred(n.output(0));
+    if (!outs || outs->size() != v.shape.size())
+      fail(n, "the output shape is unknown; expected static sizes (a constant or Shape/Slice/Concat arithmetic)");
+    Einsum e;
+    e.name = unique_einsum_name(n);
+    e.op = OpKind::Copy;
+    const auto names = generic_rank_names(outs->size());
+    TensorAccess in{n.input(0), TensorRole::Input, {}, 8};
+    TensorAccess o{n.output(0), TensorRole::Output, {}, 8};
+    for (size_t d = 0; d < outs->size(); ++d) {
+      const int64_t a = v.shape[d], b = (*outs)[d];
+      const int r = static_cast<int>(e.ranks.size());
+      if (a == b || a == 1) {
+        e.ranks.push_back({names[d], b});
+        in.dims.push_back(a == b ? Projection{{r, 1}} : Projection{});
+        o.dims.push_back({{r, 1}});
+      } else if (b % a == 0) {
+        e.ranks.push_back({names[d], a});
+        e.ranks.push_back({names[d] + "f", b / a});
+        in.dims.push_back({{r, 1}});
+        o.dims.push_back({{r, b / a}, {r + 1, 1}});
+      } else {
+        fail(n, fmt::format("resizes dimension {} from {} to {}, which is not an integer upsampling; no "
+                            "affine projection reads its input (the operator graph, load_op_graph, reads it)",
+                            d, a, b));
+      }
+    }
+    e.tensors = {std::move(in), std::move(o)};
+    add(n, std::move(e), {&v, nullptr});
+    set_output(n, n.output(0), *outs);
   }
 
   struct Window {

@@ -15,8 +15,9 @@ namespace mapfuse {
 // inference (its errors are not fatal). Throws InputError naming the file when it is missing, a
 // directory, unreadable, not a ModelProto or has no nodes.
 void read_onnx_model(const std::string& path, onnx::ModelProto& model, bool infer_shapes = true);
-// ONNX shape inference in place; errors are not fatal. Note that it may replace a static shape
-// the file states with a less specific one (e.g. Resize with computed sizes).
+// ONNX shape inference in place (errors are not fatal), plus the shape of every Resize whose
+// sizes come from integer shape arithmetic (Shape/Slice/Concat/Constant), which ONNX's
+// inference leaves symbolic.
 void infer_onnx_shapes(onnx::ModelProto& model);
 
 // The values of an INT64 or INT32 tensor (shape constants), or nullopt for other types / no data.

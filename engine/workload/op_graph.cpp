@@ -150,8 +150,7 @@ class Loader {
   Loader(std::string path, OpGraphOptions opt) : path_(std::move(path)), opt_(opt) {}
 
   OpGraph run() {
-    read_onnx_model(path_, model_, false);
-    resolve_shapes();
+    read_onnx_model(path_, model_);
     const auto& gr = model_.graph();
     for (const auto& t : gr.initializer()) {
       int64_t v = 1;
@@ -159,8 +158,12 @@ class Loader {
       const bool is_float = t.data_type() == onnx::TensorProto::FLOAT || t.data_type() == onnx::TensorProto::FLOAT16 ||
                             t.data_type() == onnx::TensorProto::DOUBLE || t.data_type() == onnx::TensorProto::BFLOAT16;
       static_elems_[t.name()] = is_float ? v : 0;
+      dims_[t.name()] = Dims(t.dims().begin(), t.dims().end());
     }
+    for (const auto& vi : gr.value_info()) record(vi);
+    for (const auto& vi : gr.output()) record(vi);
     for (const auto& vi : gr.input()) {
+      record(vi);
       if (static_elems_.count(vi.name())) continue;
       auto it = dims_.find(vi.name());
       if (it == dims_.end())
@@ -259,90 +262,6 @@ class Loader {
     }
   }
 
-  // ONNX shape inference leaves Resize outputs symbolic when their sizes are computed (Shape ->
-  // Slice -> Concat, as torch exports F.interpolate), and everything downstream with them. So:
-  // infer, evaluate the integer shape arithmetic, state each such Resize's output shape in
-  // value_info, and infer again until nothing changes.
-  void resolve_shapes() {
-    auto* gr = model_.mutable_graph();
-    for (int pass = 0; pass < 8; ++pass) {
-      infer_onnx_shapes(model_);
-      dims_.clear();
-      ints_.clear();
-      for (const auto& t : gr->initializer()) {
-        dims_[t.name()] = Dims(t.dims().begin(), t.dims().end());
-        if (auto iv = onnx_tensor_ints(t)) ints_[t.name()] = *iv;
-      }
-      for (const auto& vi : gr->value_info()) record(vi);
-      for (const auto& vi : gr->output()) record(vi);
-      for (const auto& vi : gr->input()) record(vi);
-      bool changed = false;
-      for (const auto& n : gr->node()) {
-        shape_arithmetic(n);
-        if ((n.op_type() != "Resize" && n.op_type() != "Upsample") || n.output_size() == 0 ||
-            dims_.count(n.output(0)) || !ints_of(n, 3))
-          continue;
-        onnx::ValueInfoProto* vi = nullptr;
-        for (auto& v : *gr->mutable_value_info())
-          if (v.name() == n.output(0)) vi = &v;
-        if (!vi) {
-          vi = gr->add_value_info();
-          vi->set_name(n.output(0));
-          vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-        }
-        auto* shape = vi->mutable_type()->mutable_tensor_type()->mutable_shape();
-        shape->clear_dim();
-        for (int64_t d : *ints_of(n, 3)) shape->add_dim()->set_dim_value(d);
-        changed = true;
-      }
-      if (!changed) break;
-    }
-  }
-
-  const std::vector<int64_t>* ints_of(const onnx::NodeProto& n, int i) const {
-    if (i >= n.input_size() || n.input(i).empty()) return nullptr;
-    auto it = ints_.find(n.input(i));
-    return it == ints_.end() ? nullptr : &it->second;
-  }
-
-  // Integer shape arithmetic (Shape -> Slice -> Concat feeding Resize's sizes, as torch exports
-  // F.interpolate): evaluated so that the consumer's output shape is known even where the
-  // file's value_info leaves it symbolic.
-  void shape_arithmetic(const onnx::NodeProto& n) {
-    const std::string& op = n.op_type();
-    const std::string& out = n.output(0);
-    if (op == "Constant") {
-      if (const auto* a = attr(n, "value")) {
-        if (auto v = onnx_tensor_ints(a->t())) ints_[out] = *v;
-      } else if (const auto* a2 = attr(n, "value_ints")) {
-        ints_[out] = {a2->ints().begin(), a2->ints().end()};
-      }
-    } else if (op == "Shape") {
-      if (auto it = dims_.find(n.input(0)); it != dims_.end()) ints_[out] = it->second;
-    } else if (op == "Slice") {
-      const auto *data = ints_of(n, 0), *starts = ints_of(n, 1), *ends = ints_of(n, 2);
-      const auto* steps = ints_of(n, 4);
-      if (!data || !starts || !ends || starts->size() != 1 || ends->size() != 1) return;
-      const int64_t len = static_cast<int64_t>(data->size());
-      auto clampi = [&](int64_t x) { return std::clamp(x < 0 ? x + len : x, int64_t{0}, len); };
-      const int64_t step = steps && !steps->empty() ? (*steps)[0] : 1;
-      if (step != 1) return;
-      std::vector<int64_t> v;
-      for (int64_t i = clampi((*starts)[0]); i < clampi((*ends)[0]); ++i) v.push_back((*data)[i]);
-      ints_[out] = v;
-    } else if (op == "Concat") {
-      std::vector<int64_t> v;
-      for (int i = 0; i < n.input_size(); ++i) {
-        const auto* p = ints_of(n, i);
-        if (!p) return;
-        v.insert(v.end(), p->begin(), p->end());
-      }
-      ints_[out] = v;
-    } else if (op == "Cast" || op == "Identity" || op == "Squeeze" || op == "Unsqueeze" || op == "Reshape") {
-      if (const auto* p = ints_of(n, 0)) ints_[out] = *p;
-    }
-  }
-
   void node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (n.output_size() == 0) return;
@@ -361,7 +280,6 @@ class Loader {
       const bool pass = (op == "Identity" || op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" ||
                          op == "Transpose" || op == "Cast") && !statics.empty();
       for (const auto& o : n.output()) static_elems_[o] = pass ? static_elems_[statics[0]] : 0;
-      shape_arithmetic(n);
       return;
     }
     for (int i = 1; i < n.output_size(); ++i) static_elems_[n.output(i)] = 0;  // masks, indices
@@ -438,7 +356,6 @@ class Loader {
   std::unordered_map<std::string, Dims> dims_;
   std::unordered_map<std::string, int64_t> static_elems_;  // static value -> float weight elements it carries
   std::unordered_map<std::string, Act> act_;
-  std::unordered_map<std::string, std::vector<int64_t>> ints_;  // integer shape values
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "engine/common/error.hpp"
+#include "engine/workload/onnx_import.hpp"
 #include "engine/workload/op_graph.hpp"
 #include "test_support.hpp"
 
@@ -156,4 +157,30 @@ TEST_CASE("op_graph: unsupported operator names the node and the operator") {
     CHECK_MESSAGE(w.find("(Relx)") != std::string::npos, w);
   }
   CHECK_THROWS_AS(load_op_graph("/nonexistent/x.onnx"), InputError);
+}
+
+TEST_CASE("op_graph: the Einsum importer's keep_all_ops gives one Einsum per operator node") {
+  OnnxOptions keep;
+  keep.keep_all_ops = true;
+  for (const char* net : {"resnet18", "mobilenet_v2", "vgg16", "squeezenet1_0", "efficientnet_b0"}) {
+    CAPTURE(net);
+    const OpGraph g = load_op_graph(get_onnx(net));
+    const Workload w = import_onnx(get_onnx(net), keep);
+    CHECK(static_cast<int>(w.einsums.size()) == g.size());
+    // The default import is unchanged (data README: activations folded, Flatten a view).
+    const Workload d = import_onnx(get_onnx(net));
+    CHECK(static_cast<int>(d.einsums.size()) < g.size());
+  }
+  CHECK(import_onnx(get_onnx("resnet18")).einsums.size() == 31);
+  CHECK(import_onnx(get_onnx("vgg16")).einsums.size() == 22);
+  // DeepLabV3: the ASPP pooling branch's 1x1 -> 33x33 Resize is a broadcast and imports; the
+  // final 33 -> 513 bilinear upsample has no affine projection and is refused by name.
+  try {
+    import_onnx(get_onnx("deeplabv3_mobilenet_v3_large"), keep);
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    const std::string w = e.what();
+    CHECK_MESSAGE(w.find("node '/m/Resize' (Resize)") != std::string::npos, w);
+    CHECK_MESSAGE(w.find("from 33 to 513") != std::string::npos, w);
+  }
 }
