@@ -131,10 +131,11 @@ namespace {
 // Marks `nodes` with a fresh epoch so membership tests are O(1) without clearing.
 int32_t mark_nodes(Workspace& ws, std::span<const int32_t> nodes, int32_t n) {
   ws.reset(n);
-  if (++ws.epoch == INT32_MAX) {
+  if (ws.epoch >= INT32_MAX - 2) {  // components() takes two epochs per call
     std::fill(ws.mark.begin(), ws.mark.end(), 0);
-    ws.epoch = 1;
+    ws.epoch = 0;
   }
+  ++ws.epoch;
   for (int32_t v : nodes) ws.mark[v] = ws.epoch;
   return ws.epoch;
 }
