@@ -363,6 +363,11 @@ GroupCost group_cost(const OpGraph& g, std::span<const int> nodes, FusionScheme 
                      const GroupModelOptions& opt, GroupWorkspace& ws) {
   GroupCost r;
   if (nodes.empty()) return r;
+  if (ws.local.size() < static_cast<size_t>(g.size())) ws.reserve(g);
+  if (ws.epoch > (1 << 30)) {  // stamps are compared for equality: restart before they wrap
+    std::fill(ws.stamp.begin(), ws.stamp.end(), 0);
+    ws.epoch = 0;
+  }
   Members m(g, nodes, ws);
   int64_t w = 0;
   for (int v : nodes) w += node_weights(g.nodes[v], opt);

@@ -190,21 +190,11 @@ class Loader {
   };
 
   void record(const onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    Dims s;
-    for (const auto& d : vi.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() <= 0) return;
-      s.push_back(d.dim_value());
-    }
-    dims_[vi.name()] = s;
+    if (auto d = onnx_static_shape(vi)) dims_[vi.name()] = *d;
   }
 
-  std::string key(const onnx::NodeProto& n) const {
-    return "node '" + (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) +
-           "' (" + n.op_type() + ")";
-  }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
-    throw InputError({path_, 0, 0}, key(n), msg);
+    throw InputError({path_, 0, 0}, onnx_node_key(n), msg);
   }
   const Dims& dims(const onnx::NodeProto& n, const std::string& v) const {
     auto it = dims_.find(v);
