@@ -250,6 +250,7 @@ int64_t brr_footprint(const Members& m, const GroupModelOptions& opt, int64_t st
   }
   int64_t total = 0;
   const int ep = ++ws.epoch;
+  std::fill(ws.netrow.begin(), ws.netrow.end(), 0);
   for (int i = 0; i < n; ++i) {
     const int v = m.nodes[i];
     const OpNode& node = g.nodes[v];
@@ -262,15 +263,19 @@ int64_t brr_footprint(const Members& m, const GroupModelOptions& opt, int64_t st
     for (const auto& in : node.inputs) {
       if (in.producer >= 0 && m.in(in.producer)) continue;
       const int64_t rows = brr_need(node, ws.c[i], in.shape.h) * in.shape.w * in.shape.c;
+      int64_t* cur;
       if (in.producer < 0) {
-        total += rows;  // network inputs are read by one node in every CNN here
-      } else if (ws.stamp[in.producer] != ep) {
-        ws.stamp[in.producer] = ep;
-        ws.row[in.producer] = rows;
-        total += rows;
-      } else if (rows > ws.row[in.producer]) {
-        total += rows - ws.row[in.producer];
-        ws.row[in.producer] = rows;
+        cur = &ws.netrow[in.net_input];
+      } else {
+        cur = &ws.row[in.producer];
+        if (ws.stamp[in.producer] != ep) {
+          ws.stamp[in.producer] = ep;
+          *cur = 0;
+        }
+      }
+      if (rows > *cur) {
+        total += rows - *cur;
+        *cur = rows;
       }
     }
   }
