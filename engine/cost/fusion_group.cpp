@@ -113,7 +113,7 @@ int64_t io_elems(const Members& m) {
 
 // LBDF F_beta without weights: row buffers (per tensor, the largest need among its consumers in
 // the group), GAP accumulators, and the skip buffers of branches that reconverge in the group.
-int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
+int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt, int64_t& skip_dram) {
   const OpGraph& g = m.g;
   auto& ws = m.ws;
   const int n = static_cast<int>(m.nodes.size());
@@ -148,7 +148,7 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
   // reader; a join is a member where branches that had not met before meet. Per position:
   // ws.mask = branches reaching it, ws.a = row lag in source rows, ws.b = cumulative stride,
   // ws.ia = a whole-map op lies on some path.
-  auto skip_from = [&](int producer, int net_input, const Shape3& t) -> int64_t {
+  auto skip_from = [&](int producer, int net_input, const Shape3& t, bool in_dram) -> int64_t {
     int first = n, readers = 0;
     auto reads = [&](const OpNode& node) {
       for (const auto& in : node.inputs)
@@ -175,6 +175,7 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
       if (reads(g.nodes[m.nodes[i]])) ws.mask[i] = uint64_t{1} << (bit++ & 63);
     }
     int64_t sb = 0;
+    bool skip_dram_first = true;
     for (int i = first; i < n; ++i) {
       const int v = m.nodes[i];
       const OpNode& node = g.nodes[v];
@@ -195,7 +196,15 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
         whole = whole || ws.ia[q] != 0;
       }
       if (uni == 0) continue;
-      if (contributions >= 2 && std::popcount(uni) > max_pop) sb += whole ? t.elems() : (lag + 1) * t.w * t.c;
+      if (contributions >= 2 && std::popcount(uni) > max_pop) {
+        if (opt.skip_to_dram) {
+          // Written once (unless the group writes or reads it anyway), read back at every join.
+          skip_dram += (skip_dram_first && !in_dram ? 2 : 1) * t.elems();
+          skip_dram_first = false;
+        } else {
+          sb += whole ? t.elems() : (lag + 1) * t.w * t.c;
+        }
+      }
       ws.mask[i] = uni;
       if (node.windowed() && node.kh > 1) lag += static_cast<int64_t>(node.kh / 2) * cs;
       ws.a[i] = lag;
@@ -208,15 +217,19 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
   uint64_t net_done = 0;
   for (int i = 0; i < n; ++i) {
     const int v = m.nodes[i];
-    if (g.succs(v).size() >= 2) total += skip_from(v, -1, g.nodes[v].out);
+    if (g.succs(v).size() >= 2) {
+      bool written = g.nodes[v].is_output;
+      for (int c : g.succs(v)) written = written || !m.in(c);
+      total += skip_from(v, -1, g.nodes[v].out, written);
+    }
     for (const auto& in : g.nodes[v].inputs) {
       if (in.producer < 0) {
         const uint64_t b = uint64_t{1} << (in.net_input & 63);
-        if (!(net_done & b)) total += skip_from(-1, in.net_input, in.shape);
+        if (!(net_done & b)) total += skip_from(-1, in.net_input, in.shape, true);
         net_done |= b;
       } else if (!m.in(in.producer) && ws.stamp[in.producer] != ep && g.succs(in.producer).size() >= 2) {
         ws.stamp[in.producer] = ep;
-        total += skip_from(in.producer, -1, in.shape);
+        total += skip_from(in.producer, -1, in.shape, true);
       }
     }
   }
@@ -379,8 +392,9 @@ GroupCost group_cost(const OpGraph& g, std::span<const int> nodes, FusionScheme 
   r.weight_elems = w;
   const int64_t io = io_elems(m);
   if (scheme == FusionScheme::Lbdf) {
-    r.buffer_elems = w + lbdf_buffer(m, opt);
-    r.dram_elems = w + io;
+    int64_t skip_dram = 0;
+    r.buffer_elems = w + lbdf_buffer(m, opt, skip_dram);
+    r.dram_elems = w + io + skip_dram;
   } else {
     const BrrResult b = brr_buffer(m, opt);
     r.supported = b.supported;
