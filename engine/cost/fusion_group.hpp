@@ -57,7 +57,9 @@ class GroupWorkspace {
   std::vector<int64_t> a, b, c;  // per group position scratch
   std::vector<int> ia, ib;
   std::vector<uint64_t> mask;
-  std::vector<int64_t> row, netrow;  // per node / per network input: buffered elements of a tensor
+  std::vector<int64_t> row, netrow;
+  std::vector<int> pstamp;  // per group position: epoch (pepoch) of the skip source that set mask
+  int pepoch = 0;  // per node / per network input: buffered elements of a tensor
 };
 
 // F_beta and F_D of one group (sorted ascending, distinct node ids, any shape: validity of the
