@@ -35,6 +35,7 @@ void GroupWorkspace::reserve(const OpGraph& g) {
   for (auto* v : {&ia, &ib})
     if (v->size() < n) v->resize(n);
   if (mask.size() < n) mask.resize(n);
+  if (pstamp.size() < n) pstamp.assign(n, 0);
   if (row.size() < n) row.resize(n);
   if (netrow.size() < g.network_inputs.size()) netrow.resize(g.network_inputs.size());
 }
@@ -113,7 +114,7 @@ int64_t io_elems(const Members& m) {
 
 // LBDF F_beta without weights: row buffers (per tensor, the largest need among its consumers in
 // the group), GAP accumulators, and the skip buffers of branches that reconverge in the group.
-int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
+int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt, int64_t& skip_dram) {
   const OpGraph& g = m.g;
   auto& ws = m.ws;
   const int n = static_cast<int>(m.nodes.size());
@@ -148,37 +149,36 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
   // reader; a join is a member where branches that had not met before meet. Per position:
   // ws.mask = branches reaching it, ws.a = row lag in source rows, ws.b = cumulative stride,
   // ws.ia = a whole-map op lies on some path.
-  auto skip_from = [&](int producer, int net_input, const Shape3& t) -> int64_t {
+  auto skip_from = [&](int producer, int net_input, const Shape3& t, bool in_dram) -> int64_t {
+    // Positions whose ws.mask belongs to this source carry ws.pstamp == pe.
+    const int pe = ++ws.pepoch;
     int first = n, readers = 0;
     auto reads = [&](const OpNode& node) {
       for (const auto& in : node.inputs)
         if (producer >= 0 ? in.producer == producer : (in.producer < 0 && in.net_input == net_input)) return true;
       return false;
     };
+    auto start_branch = [&](int i) {
+      ws.pstamp[i] = pe;
+      ws.mask[i] = uint64_t{1} << (readers++ & 63);
+      first = std::min(first, i);
+    };
     if (producer >= 0) {
       for (int c : g.succs(producer))
-        if (m.in(c)) {
-          ++readers;
-          first = std::min(first, ws.local[c]);
-        }
+        if (m.in(c)) start_branch(ws.local[c]);
     } else {
       for (int i = 0; i < n; ++i)
-        if (reads(g.nodes[m.nodes[i]])) {
-          ++readers;
-          first = std::min(first, i);
-        }
+        if (reads(g.nodes[m.nodes[i]])) start_branch(i);
     }
     if (readers < 2) return 0;
-    int bit = 0;
-    for (int i = first; i < n; ++i) {
-      ws.mask[i] = 0;
-      if (reads(g.nodes[m.nodes[i]])) ws.mask[i] = uint64_t{1} << (bit++ & 63);
-    }
+    const uint64_t all = readers >= 64 ? ~uint64_t{0} : (uint64_t{1} << readers) - 1;
     int64_t sb = 0;
-    for (int i = first; i < n; ++i) {
+    bool skip_dram_first = true;
+    int open = readers;  // branch edges not yet followed to their consumer
+    for (int i = first; i < n && open > 0; ++i) {
       const int v = m.nodes[i];
       const OpNode& node = g.nodes[v];
-      uint64_t uni = ws.mask[i];
+      uint64_t uni = ws.pstamp[i] == pe ? ws.mask[i] : 0;
       int contributions = uni ? 1 : 0;
       int max_pop = std::popcount(uni);
       int64_t lag = 0, cs = 1;
@@ -186,7 +186,7 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
       for (int p : g.preds(v)) {
         if (!m.in(p)) continue;
         const int q = ws.local[p];
-        if (q < first || ws.mask[q] == 0) continue;
+        if (ws.pstamp[q] != pe || ws.mask[q] == 0) continue;
         ++contributions;
         uni |= ws.mask[q];
         max_pop = std::max(max_pop, std::popcount(ws.mask[q]));
@@ -195,12 +195,26 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
         whole = whole || ws.ia[q] != 0;
       }
       if (uni == 0) continue;
-      if (contributions >= 2 && std::popcount(uni) > max_pop) sb += whole ? t.elems() : (lag + 1) * t.w * t.c;
+      if (contributions >= 2 && std::popcount(uni) > max_pop) {
+        if (opt.skip_to_dram) {
+          // Written once (unless the group writes or reads it anyway), read back at every join.
+          skip_dram += (skip_dram_first && !in_dram ? 2 : 1) * t.elems();
+          skip_dram_first = false;
+        } else {
+          sb += whole ? t.elems() : (lag + 1) * t.w * t.c;
+        }
+      }
+      ws.pstamp[i] = pe;
       ws.mask[i] = uni;
       if (node.windowed() && node.kh > 1) lag += static_cast<int64_t>(node.kh / 2) * cs;
       ws.a[i] = lag;
       ws.b[i] = cs * node.sh;
       ws.ia[i] = whole || whole_map(node.cls);
+      int out_degree = 0;
+      for (int c : g.succs(v)) out_degree += m.in(c);
+      open += out_degree - contributions;
+      // Every branch has met here and nothing else is in flight: no later join can count.
+      if (uni == all && open == out_degree) break;
     }
     return sb;
   };
@@ -208,15 +222,19 @@ int64_t lbdf_buffer(const Members& m, const GroupModelOptions& opt) {
   uint64_t net_done = 0;
   for (int i = 0; i < n; ++i) {
     const int v = m.nodes[i];
-    if (g.succs(v).size() >= 2) total += skip_from(v, -1, g.nodes[v].out);
+    if (g.succs(v).size() >= 2) {
+      bool written = g.nodes[v].is_output;
+      for (int c : g.succs(v)) written = written || !m.in(c);
+      total += skip_from(v, -1, g.nodes[v].out, written);
+    }
     for (const auto& in : g.nodes[v].inputs) {
       if (in.producer < 0) {
         const uint64_t b = uint64_t{1} << (in.net_input & 63);
-        if (!(net_done & b)) total += skip_from(-1, in.net_input, in.shape);
+        if (!(net_done & b)) total += skip_from(-1, in.net_input, in.shape, true);
         net_done |= b;
       } else if (!m.in(in.producer) && ws.stamp[in.producer] != ep && g.succs(in.producer).size() >= 2) {
         ws.stamp[in.producer] = ep;
-        total += skip_from(in.producer, -1, in.shape);
+        total += skip_from(in.producer, -1, in.shape, true);
       }
     }
   }
@@ -250,6 +268,7 @@ int64_t brr_footprint(const Members& m, const GroupModelOptions& opt, int64_t st
   }
   int64_t total = 0;
   const int ep = ++ws.epoch;
+  std::fill(ws.netrow.begin(), ws.netrow.end(), 0);
   for (int i = 0; i < n; ++i) {
     const int v = m.nodes[i];
     const OpNode& node = g.nodes[v];
@@ -262,15 +281,19 @@ int64_t brr_footprint(const Members& m, const GroupModelOptions& opt, int64_t st
     for (const auto& in : node.inputs) {
       if (in.producer >= 0 && m.in(in.producer)) continue;
       const int64_t rows = brr_need(node, ws.c[i], in.shape.h) * in.shape.w * in.shape.c;
+      int64_t* cur;
       if (in.producer < 0) {
-        total += rows;  // network inputs are read by one node in every CNN here
-      } else if (ws.stamp[in.producer] != ep) {
-        ws.stamp[in.producer] = ep;
-        ws.row[in.producer] = rows;
-        total += rows;
-      } else if (rows > ws.row[in.producer]) {
-        total += rows - ws.row[in.producer];
-        ws.row[in.producer] = rows;
+        cur = &ws.netrow[in.net_input];
+      } else {
+        cur = &ws.row[in.producer];
+        if (ws.stamp[in.producer] != ep) {
+          ws.stamp[in.producer] = ep;
+          *cur = 0;
+        }
+      }
+      if (rows > *cur) {
+        total += rows - *cur;
+        *cur = rows;
       }
     }
   }
@@ -326,9 +349,8 @@ BrrResult brr_buffer(const Members& m, const GroupModelOptions& opt) {
     const int64_t h = g.nodes[v].out.h;
     r.last_height = r.last_height == 0 ? h : std::min(r.last_height, h);
   }
-  int64_t best = -1, best_aol = 0;
-  for (int parity = 0; parity < 2; ++parity) {
-    // Materialise inherited flags for this parity (ws.ib >= 0 means decided).
+  // Partial flags (ws.ib) of the ops that do not reduce channels: their first member producer's.
+  auto set_parity = [&](int parity) {
     for (int i = 0; i < n; ++i) {
       const int v = m.nodes[i];
       if (reduces_channels(g.nodes[v].cls)) continue;
@@ -345,13 +367,19 @@ BrrResult brr_buffer(const Members& m, const GroupModelOptions& opt) {
       const OpNode& pn = g.nodes[m.nodes[fp]];
       ws.ib[i] = reduces_channels(pn.cls) ? (ws.ia[fp] % 2 == parity) : ws.ib[fp];
     }
+  };
+  int64_t best = -1;
+  int best_parity = 0;
+  for (int parity = 0; parity < 2; ++parity) {
+    set_parity(parity);
     const int64_t f1 = brr_footprint(m, opt, 1, parity, s);
-    const int64_t f2 = brr_footprint(m, opt, 2, parity, s);
     if (best < 0 || f1 < best) {
       best = f1;
-      best_aol = f2 - f1;
+      best_parity = parity;
     }
   }
+  if (best_parity != 1) set_parity(best_parity);
+  const int64_t best_aol = brr_footprint(m, opt, 2, best_parity, s) - best;
   r.buffer = best;
   r.add_one_line = best_aol;
   return r;
@@ -363,14 +391,21 @@ GroupCost group_cost(const OpGraph& g, std::span<const int> nodes, FusionScheme 
                      const GroupModelOptions& opt, GroupWorkspace& ws) {
   GroupCost r;
   if (nodes.empty()) return r;
+  if (ws.local.size() < static_cast<size_t>(g.size())) ws.reserve(g);
+  if (ws.epoch > (1 << 30) || ws.pepoch > (1 << 30)) {  // stamps are compared for equality: restart before they wrap
+    std::fill(ws.stamp.begin(), ws.stamp.end(), 0);
+    std::fill(ws.pstamp.begin(), ws.pstamp.end(), 0);
+    ws.epoch = ws.pepoch = 0;
+  }
   Members m(g, nodes, ws);
   int64_t w = 0;
   for (int v : nodes) w += node_weights(g.nodes[v], opt);
   r.weight_elems = w;
   const int64_t io = io_elems(m);
   if (scheme == FusionScheme::Lbdf) {
-    r.buffer_elems = w + lbdf_buffer(m, opt);
-    r.dram_elems = w + io;
+    int64_t skip_dram = 0;
+    r.buffer_elems = w + lbdf_buffer(m, opt, skip_dram);
+    r.dram_elems = w + io + skip_dram;
   } else {
     const BrrResult b = brr_buffer(m, opt);
     r.supported = b.supported;

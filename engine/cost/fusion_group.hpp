@@ -25,6 +25,10 @@ struct GroupModelOptions {
   int64_t kb = 1024;            // bytes per KB; MB = kb * kb
   LineBufferForm line_buffer = LineBufferForm::FullRows;
   bool count_bias = true;       // biases are weights (the note's 80,256 for VGG16 conv1_2 omits them)
+  // LBDF skip connections: false keeps a branch tensor on chip until its join (skip buffer in
+  // F_beta); true writes it to DRAM and reads it back at each join (no skip buffer; F_D gains
+  // |T| once plus |T| per join), the alternative of Shi et al. that the note's §3.2 names.
+  bool skip_to_dram = false;
   int brr_partition = 32;       // BRR's channel block k of a partially buffered conv output
   // Fuseable filter: merge every Unary/Reshape op into its single producer before testing
   // single-op validity (the note's §7.6 alternative); see fuseable_nodes().
@@ -53,7 +57,9 @@ class GroupWorkspace {
   std::vector<int64_t> a, b, c;  // per group position scratch
   std::vector<int> ia, ib;
   std::vector<uint64_t> mask;
-  std::vector<int64_t> row, netrow;  // per node / per network input: buffered elements of a tensor
+  std::vector<int64_t> row, netrow;
+  std::vector<int> pstamp;  // per group position: epoch (pepoch) of the skip source that set mask
+  int pepoch = 0;  // per node / per network input: buffered elements of a tensor
 };
 
 // F_beta and F_D of one group (sorted ascending, distinct node ids, any shape: validity of the

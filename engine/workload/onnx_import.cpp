@@ -186,21 +186,11 @@ class Importer {
   void load() { read_onnx_model(path_, model_); }
 
   void record_shape(const onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    Shape s;
-    for (const auto& d : vi.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() <= 0) return;
-      s.push_back(d.dim_value());
-    }
-    shapes_[vi.name()] = s;
+    if (auto d = onnx_static_shape(vi)) shapes_[vi.name()] = *d;
   }
 
-  std::string node_key(const onnx::NodeProto& n) const {
-    std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
-    return "node '" + name + "' (" + n.op_type() + ")";
-  }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
-    throw InputError({path_, 0, 0}, node_key(n), msg);
+    throw InputError({path_, 0, 0}, onnx_node_key(n), msg);
   }
 
   static const onnx::AttributeProto* attr(const onnx::NodeProto& n, std::string_view name) {

@@ -52,13 +52,7 @@ struct ShapeValues {
   std::map<std::string, std::vector<int64_t>> ints;   // values of integer shape tensors
 
   void record(const onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    Dims s;
-    for (const auto& d : vi.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() <= 0) return;
-      s.push_back(d.dim_value());
-    }
-    dims[vi.name()] = s;
+    if (auto d = onnx_static_shape(vi)) dims[vi.name()] = *d;
   }
   const std::vector<int64_t>* input(const onnx::NodeProto& n, int i) const {
     if (i >= n.input_size() || n.input(i).empty()) return nullptr;
@@ -146,6 +140,21 @@ void infer_onnx_shapes(onnx::ModelProto& model) {
     }
     if (!changed) break;
   }
+}
+
+std::optional<std::vector<int64_t>> onnx_static_shape(const onnx::ValueInfoProto& vi) {
+  if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return std::nullopt;
+  std::vector<int64_t> s;
+  for (const auto& d : vi.type().tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() <= 0) return std::nullopt;
+    s.push_back(d.dim_value());
+  }
+  return s;
+}
+
+std::string onnx_node_key(const onnx::NodeProto& n) {
+  const std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
+  return "node '" + name + "' (" + n.op_type() + ")";
 }
 
 std::optional<std::vector<int64_t>> onnx_tensor_ints(const onnx::TensorProto& t) {

@@ -23,4 +23,10 @@ void infer_onnx_shapes(onnx::ModelProto& model);
 // The values of an INT64 or INT32 tensor (shape constants), or nullopt for other types / no data.
 std::optional<std::vector<int64_t>> onnx_tensor_ints(const onnx::TensorProto& t);
 
+// The shape of a value when every dimension is a positive number, else nullopt.
+std::optional<std::vector<int64_t>> onnx_static_shape(const onnx::ValueInfoProto& vi);
+
+// "node '<name>' (<op_type>)" for error keys; the first output names an unnamed node.
+std::string onnx_node_key(const onnx::NodeProto& n);
+
 }  // namespace mapfuse

@@ -112,6 +112,10 @@ const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Pow", "Ma
                                           "Mean", "Where"};
 const std::set<std::string> kReshapeOps = {"Flatten", "Reshape", "Squeeze", "Unsqueeze",
                                            "Transpose", "Identity", "Dropout"};
+// Data movement that selects or repeats part of a tensor: nodes of class Reshape that are kept
+// even without keep_reshapes (they change the volume). Split has one activation per output.
+const std::set<std::string> kSelectOps = {"Split", "Slice", "Gather", "Expand", "Tile", "DepthToSpace",
+                                          "SpaceToDepth"};
 // Operators whose output is static (known before inference) even when they read an activation.
 const std::set<std::string> kShapeOps = {"Shape", "Size", "ConstantOfShape", "Constant"};
 
@@ -119,7 +123,7 @@ std::vector<std::string> known_ops() {
   std::vector<std::string> v = {"Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "LpPool",
                                 "GlobalAveragePool", "GlobalMaxPool", "Concat", "Pad", "Resize",
                                 "Upsample", "Softmax", "LogSoftmax"};
-  for (const auto* s : {&kUnaryOps, &kBinaryOps, &kReshapeOps, &kShapeOps}) v.insert(v.end(), s->begin(), s->end());
+  for (const auto* s : {&kUnaryOps, &kBinaryOps, &kReshapeOps, &kSelectOps, &kShapeOps}) v.insert(v.end(), s->begin(), s->end());
   return v;
 }
 
@@ -190,21 +194,11 @@ class Loader {
   };
 
   void record(const onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    Dims s;
-    for (const auto& d : vi.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() <= 0) return;
-      s.push_back(d.dim_value());
-    }
-    dims_[vi.name()] = s;
+    if (auto d = onnx_static_shape(vi)) dims_[vi.name()] = *d;
   }
 
-  std::string key(const onnx::NodeProto& n) const {
-    return "node '" + (n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name()) +
-           "' (" + n.op_type() + ")";
-  }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
-    throw InputError({path_, 0, 0}, key(n), msg);
+    throw InputError({path_, 0, 0}, onnx_node_key(n), msg);
   }
   const Dims& dims(const onnx::NodeProto& n, const std::string& v) const {
     auto it = dims_.find(v);
@@ -282,7 +276,9 @@ class Loader {
       for (const auto& o : n.output()) static_elems_[o] = pass ? static_elems_[statics[0]] : 0;
       return;
     }
-    for (int i = 1; i < n.output_size(); ++i) static_elems_[n.output(i)] = 0;  // masks, indices
+    const bool multi = op == "Split";
+    if (!multi)
+      for (int i = 1; i < n.output_size(); ++i) static_elems_[n.output(i)] = 0;  // masks, indices
     const std::string& out = n.output(0);
     if (kReshapeOps.count(op) && !opt_.keep_reshapes) {
       act_[out] = act_[acts[0]];  // the consumer reads the producer's tensor
@@ -295,9 +291,14 @@ class Loader {
     for (const auto& a : acts) {
       const Act& src = act_.at(a);
       const Shape3 s = src.producer >= 0 ? g_.nodes[src.producer].out : g_.network_inputs[src.net_input];
-      o.inputs.push_back({src.producer, src.net_input, s});
+      // The tensor as this node reads it (a Split part, or a reshaped view without reshape nodes).
+      auto it = dims_.find(a);
+      o.inputs.push_back({src.producer, src.net_input, it != dims_.end() ? to_shape3(it->second) : s});
     }
-    for (const auto& s : statics) o.weight_elems += static_elems_.at(s);
+    // Constant operands of compute ops are weights; those of data movement are attributes.
+    const bool moves = kReshapeOps.count(op) || kSelectOps.count(op) || op == "Pad" || op == "Resize" || op == "Upsample";
+    if (!moves)
+      for (const auto& s : statics) o.weight_elems += static_elems_.at(s);
     o.out = to_shape3(dims(n, out));
 
     if (op == "Conv") {
@@ -334,7 +335,7 @@ class Loader {
       o.cls = OpClass::Resize;
     } else if (op == "Softmax" || op == "LogSoftmax") {
       o.cls = OpClass::Softmax;
-    } else if (kReshapeOps.count(op)) {
+    } else if (kReshapeOps.count(op) || kSelectOps.count(op)) {
       o.cls = OpClass::Reshape;
     } else if (kUnaryOps.count(op)) {
       o.cls = OpClass::Unary;
@@ -345,7 +346,7 @@ class Loader {
                   "; the operator graph reads Conv, Gemm, MatMul, pooling, global pooling, Concat, Pad, "
                   "Resize, Softmax, unary activations, element-wise binary ops and reshapes");
     }
-    act_[out] = {static_cast<int>(g_.nodes.size()), -1};
+    for (int i = 0; i < (multi ? n.output_size() : 1); ++i) act_[n.output(i)] = {static_cast<int>(g_.nodes.size()), -1};
     g_.nodes.push_back(std::move(o));
   }
 

@@ -23,7 +23,8 @@ enum class OpClass : uint8_t {
   Concat,         // channel (or other axis) concatenation of activations
   Pad,            // explicit padding
   Resize,         // Resize / Upsample (needs its whole input, as the note's whole-map ops)
-  Reshape,        // Flatten / Reshape / Squeeze / Unsqueeze / Transpose / Identity on activations
+  Reshape,        // Flatten / Reshape / Squeeze / Unsqueeze / Transpose / Identity on activations,
+                  // and data selection: Split (one node, one activation per output), Slice, Gather
   Softmax,        // Softmax / LogSoftmax
 };
 std::string_view to_string(OpClass c);

@@ -2,6 +2,7 @@
 // with the arithmetic written out, the note's VGG16 conv1_2 figure, plan checks and invariants.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <set>
@@ -214,6 +215,14 @@ TEST_CASE("get models: residual block, skip buffer") {
   auto d = cost(g, {2, 3, 4, 5}, L);
   CHECK(d.buffer_elems == 4640 + 1216 + 384);
   CHECK(d.dram_elems == 4640 + 1024 + 1024);
+  // skip_to_dram: no skip buffer; n1 (1024 elements) is written and read back at the join.
+  // From outside (group {2..5}) it is read once more than the group reads it anyway.
+  GroupModelOptions sd;
+  sd.skip_to_dram = true;
+  CHECK(cost(g, iota(0, 7), L, 1 << 30, sd).buffer_elems == 6960 + 1952);
+  CHECK(cost(g, iota(0, 7), L, 1 << 30, sd).dram_elems == 9008 + 2 * 1024);
+  CHECK(cost(g, {2, 3, 4, 5}, L, 1 << 30, sd).buffer_elems == 4640 + 1216);
+  CHECK(cost(g, {2, 3, 4, 5}, L, 1 << 30, sd).dram_elems == 4640 + 2048 + 1024);
   // Main path only (no join): no skip buffer; n1 is read once, n4 is written.
   CHECK(cost(g, {2, 3, 4}, L).buffer_elems == 4640 + 480 + 128 + 480);
 
@@ -367,5 +376,49 @@ TEST_CASE("get models: invariants on random connected groups of real networks") 
       // The workspace is reusable: the same call gives the same answer.
       CHECK(group_cost(g, v, L, 1 << 20, {}, ws).buffer_elems == lb.buffer_elems);
     }
+  }
+}
+
+TEST_CASE("get models: valid plans of MobileNetV2 cost no more DRAM than all singletons (LBDF)") {
+  // Plans from random topological intervals of the fuseable ops, each split into weakly connected
+  // components: check_plan accepts them, and their DRAM is at most the all-singletons plan's.
+  const OpGraph g = load_op_graph(test::shared_data("get/onnx/mobilenet_v2.onnx"));
+  const int64_t beta = 128 * 1024;
+  const auto f = fuseable_nodes(g, L, beta, {});
+  GroupWorkspace ws(g);
+  const PlanCost single = plan_cost(g, singleton_plan(f), L, beta, {}, ws);
+  CHECK(single.valid);
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    PartitionPlan plan;
+    int v = 0;
+    while (v < g.size()) {
+      const int end = std::min(g.size(), v + 1 + static_cast<int>(rng() % 6));
+      // Components of the fuseable nodes in [v, end).
+      std::vector<int> comp(g.size(), -1);
+      for (int u = v; u < end; ++u) {
+        if (!f[u] || comp[u] >= 0) continue;
+        std::vector<int> stack{u}, grp;
+        comp[u] = u;
+        while (!stack.empty()) {
+          const int x = stack.back();
+          stack.pop_back();
+          grp.push_back(x);
+          for (auto nb : {g.preds(x), g.succs(x)})
+            for (int y : nb)
+              if (y >= v && y < end && f[y] && comp[y] < 0) {
+                comp[y] = u;
+                stack.push_back(y);
+              }
+        }
+        std::sort(grp.begin(), grp.end());
+        plan.push_back(grp);
+      }
+      v = end;
+    }
+    REQUIRE(check_plan(g, plan).ok);
+    const PlanCost pc = plan_cost(g, plan, L, beta, {}, ws);
+    CHECK(pc.dram_bytes <= single.dram_bytes);
+    if (pc.valid) CHECK(pc.mbu_bytes < beta);
   }
 }

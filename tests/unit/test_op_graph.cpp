@@ -184,3 +184,39 @@ TEST_CASE("op_graph: the Einsum importer's keep_all_ops gives one Einsum per ope
     CHECK_MESSAGE(w.find("from 33 to 513") != std::string::npos, w);
   }
 }
+
+TEST_CASE("op_graph: other torchvision operators (Split, channel shuffle, Pad, Slice, Resize, MatMul, LayerNorm)") {
+  // tests/fixtures/get/torchvision_ops.textproto, x (8,16,16).
+  const OpGraph g = load_op_graph(test::source_dir("tests/fixtures/get/torchvision_ops.onnx"));
+  const char* ops[] = {"Pad",     "Conv",      "HardSwish", "Split",  "Relu",   "Concat",
+                       "Reshape", "Transpose", "Reshape",   "Slice",  "Resize", "GlobalAveragePool",
+                       "Flatten", "MatMul",    "LayerNormalization", "Softmax"};
+  REQUIRE(g.size() == 16);
+  for (int v = 0; v < 16; ++v) CHECK(g.nodes[v].op_type == ops[v]);
+  CHECK(g.nodes[0].cls == OpClass::Pad);
+  CHECK(g.nodes[0].out == Shape3{8, 18, 18});
+  CHECK(g.nodes[0].weight_elems == 0);  // the pads are an attribute, not weights
+  CHECK(g.nodes[1].inputs[0].shape == Shape3{8, 18, 18});
+  CHECK(g.nodes[1].out == Shape3{16, 16, 16});
+  CHECK(g.nodes[1].weight_elems == 16 * 8 * 9);
+  CHECK(g.nodes[2].cls == OpClass::Unary);
+  // Split: one node whose two outputs feed the ReLU and the Concat.
+  CHECK(g.nodes[3].cls == OpClass::Reshape);
+  CHECK(g.nodes[4].inputs[0].producer == 3);
+  CHECK(g.nodes[5].inputs.size() == 2);
+  CHECK(g.nodes[5].inputs[0].producer == 4);
+  CHECK(g.nodes[5].inputs[1].producer == 3);
+  CHECK(g.nodes[5].inputs[1].shape == Shape3{8, 16, 16});
+  CHECK(g.nodes[5].out == Shape3{16, 16, 16});
+  CHECK(g.nodes[9].out == Shape3{8, 16, 16});
+  CHECK(g.nodes[10].cls == OpClass::Resize);
+  CHECK(g.nodes[10].out == Shape3{8, 32, 32});
+  CHECK(g.nodes[10].weight_elems == 0);  // scales
+  CHECK(g.nodes[13].cls == OpClass::Gemm);
+  CHECK(g.nodes[13].inputs[0].shape == Shape3{8, 1, 1});
+  CHECK(g.nodes[13].out == Shape3{4, 1, 1});
+  CHECK(g.nodes[14].weight_elems == 8);
+  CHECK(g.nodes[15].is_output);
+  CHECK(g.total_weight_elems() == 1152 + 32 + 8);
+  CHECK(g.edges.size() == 16);  // a chain of 15 plus Split -> Concat
+}
