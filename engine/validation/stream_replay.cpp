@@ -131,7 +131,10 @@ StreamReplay load_stream_replay(const std::string& folder) {
     P.links.push_back(l);
   }
   P.paths.assign(nc * nc, {});
-  for (const auto& [pair, names] : key(totals, "first_shortest_path_links", totals_path, "").items()) {
+  for (const auto& item : key(totals, "first_shortest_path_links", totals_path, "").items()) {
+    // Named copies, not a structured binding: clang 14 (the fuzz build) cannot capture bindings.
+    const std::string& pair = item.key();
+    const auto& names = item.value();
     const auto arrow = pair.find("->");
     auto bad = [&](const std::string& what) {
       throw InputError({totals_path, 0, 0}, "first_shortest_path_links." + pair, what);
