@@ -1,6 +1,7 @@
 #include "engine/arch/energy_mlp.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -21,24 +22,29 @@ std::vector<int> layer_sizes(const std::vector<int>& hidden) {
   return s;
 }
 
-// Forward pass on one standardised input; keeps every layer's activations in `act` (for the
-// backward pass) when given. Hidden layers tanh, output linear.
-double forward(const std::vector<int>& sizes, const double* p, double x, std::vector<std::vector<double>>* act) {
-  std::vector<double> in{x}, out;
-  if (act) act->assign(1, in);
+// At most 4 hidden layers of at most 64 (checked by fit_energy_mlp): every activation of one forward
+// pass fits in a fixed array, so a pass allocates nothing (a fit runs ~10^5 of them).
+constexpr int kMaxActivations = 1 + 4 * 64 + 1;
+
+// Forward pass on one standardised input. Writes every layer's activations into `act`, one layer
+// after the other (layer l starts at the sum of the sizes before it): the backward pass reads them.
+// Hidden layers tanh, output linear.
+double forward(const std::vector<int>& sizes, const double* p, double x, double* act) {
+  act[0] = x;
+  const double* in = act;
+  double* out = act + 1;
   for (size_t l = 0; l + 1 < sizes.size(); ++l) {
     const int n_in = sizes[l], n_out = sizes[l + 1];
     const double* W = p;
     const double* b = p + n_in * n_out;
-    out.assign(n_out, 0);
     for (int o = 0; o < n_out; ++o) {
       double z = b[o];
       for (int i = 0; i < n_in; ++i) z += W[o * n_in + i] * in[i];
       out[o] = l + 2 < sizes.size() ? std::tanh(z) : z;
     }
     p += n_in * n_out + n_out;
-    in.swap(out);
-    if (act) act->push_back(in);
+    in = out;
+    out += n_out;
   }
   return in[0];
 }
@@ -47,7 +53,8 @@ double forward(const std::vector<int>& sizes, const double* p, double x, std::ve
 
 double EnergyMlp::at(double capacity_kb) const {
   const double x = (std::log(capacity_kb) - x_mean) / x_scale;
-  return std::exp(forward(layer_sizes(hidden), params.data(), x, nullptr) * y_scale + y_mean);
+  std::array<double, kMaxActivations> act;
+  return std::exp(forward(layer_sizes(hidden), params.data(), x, act.data()) * y_scale + y_mean);
 }
 
 EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden) {
@@ -56,6 +63,8 @@ EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> en
     throw std::invalid_argument("capacity_kb has " + std::to_string(n) + " values and energy_pj " +
                                 std::to_string(energy_pj.size()) + "; expected one energy per capacity");
   if (n < 2) throw std::invalid_argument("needs at least 2 (capacity, energy) points, found " + std::to_string(n));
+  // A fit is 20,000 full-batch steps: its time grows with the points. A CACTI table has tens.
+  if (n > 256) throw std::invalid_argument("at most 256 (capacity, energy) points, found " + std::to_string(n));
   for (size_t i = 0; i < n; ++i) {
     if (!(capacity_kb[i] > 0) || !std::isfinite(capacity_kb[i]))
       throw std::invalid_argument("capacity_kb[" + std::to_string(i) + "] is not a positive number");
@@ -103,19 +112,23 @@ EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> en
 
   const size_t P = m.params.size();
   std::vector<double> grad(P), mom(P, 0), vel(P, 0);
-  std::vector<std::vector<double>> act;
+  std::array<double, kMaxActivations> act;
+  std::vector<size_t> first(sizes.size());  // where each layer's activations start in `act`
+  for (size_t l = 1; l < sizes.size(); ++l) first[l] = first[l - 1] + static_cast<size_t>(sizes[l - 1]);
   std::vector<double> delta, prev;
+  delta.reserve(kMaxActivations);
+  prev.reserve(kMaxActivations);
   for (int it = 1; it <= kIterations; ++it) {
     std::fill(grad.begin(), grad.end(), 0.0);
     for (size_t s = 0; s < n; ++s) {
-      const double y = forward(sizes, m.params.data(), xs[s], &act);
+      const double y = forward(sizes, m.params.data(), xs[s], act.data());
       delta.assign(1, 2 * (y - ys[s]) / static_cast<double>(n));  // d mean squared error / d output
       // Backward through the layers, last first.
       size_t offset = P;
       for (size_t l = sizes.size() - 1; l-- > 0;) {
         const int n_in = sizes[l], n_out = sizes[l + 1];
         offset -= static_cast<size_t>(n_in * n_out + n_out);
-        const std::vector<double>& in = act[l];
+        const double* in = act.data() + first[l];
         for (int o = 0; o < n_out; ++o) {
           for (int i = 0; i < n_in; ++i) grad[offset + o * n_in + i] += delta[o] * in[i];
           grad[offset + n_in * n_out + o] += delta[o];
