@@ -1,6 +1,8 @@
 #include "engine/arch/stream_yaml.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <type_traits>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -32,6 +34,17 @@ struct Ctx {
   template <class T>
   T as(const YAML::Node& n, const std::string& key, const char* what) const {
     try {
+      if constexpr (std::is_arithmetic_v<T>) {
+        // Stream reads its files with PyYAML (YAML 1.1), where `32_000` is the number 32000
+        // (fusemax_dram.yaml); yaml-cpp (YAML 1.2) does not know digit separators.
+        if (n.IsScalar() && n.Scalar().find('_') != std::string::npos) {
+          std::string digits;
+          for (char ch : n.Scalar())
+            if (ch != '_') digits += ch;
+          if (!digits.empty() && std::isdigit(static_cast<unsigned char>(digits.back())))
+            return YAML::Node(digits).as<T>();
+        }
+      }
       return n.as<T>();
     } catch (const YAML::Exception&) {
       fail(n, key, std::string("expected ") + what);
@@ -67,6 +80,24 @@ StreamMemory read_memory(const Ctx& c, const std::string& name, const YAML::Node
     else if (o == "I2") s.roles |= role_bit(TensorRole::Weight);
     else if (o == "O") s.roles |= role_bit(TensorRole::Output);
     else c.fail(op, key + ".operands", "unknown operand '" + o + "'; expected I1, I2 or O");
+  }
+  // ZigZag's older memory form (classic's fusemax_vec.yaml rf_O): `r_bw` / `w_bw` bits per cycle
+  // and `r_port` / `w_port` / `rw_port` counts, ports as maps of allocations without a type.
+  if (m["r_bw"] || m["w_bw"]) {
+    const double r_bw = c.as<double>(c.need(m, "r_bw", key), key + ".r_bw", "bits per cycle");
+    const double w_bw = c.as<double>(c.need(m, "w_bw", key), key + ".w_bw", "bits per cycle");
+    if (r_bw <= 0 || w_bw <= 0) c.fail(m, key + ".r_bw", "expected positive r_bw and w_bw (bits per cycle)");
+    auto count = [&](const char* k) {
+      return m[k] ? c.as<int64_t>(m[k], key + "." + k, "a number of ports") : int64_t{0};
+    };
+    const int64_t r = count("r_port"), w = count("w_port"), rw = count("rw_port");
+    if (r + w + rw < 1) c.fail(m, key + ".r_port", "expected at least one of r_port, w_port, rw_port >= 1");
+    for (int64_t i = 0; i < r; ++i) s.ports.push_back({"read", r_bw});
+    for (int64_t i = 0; i < w; ++i) s.ports.push_back({"write", w_bw});
+    for (int64_t i = 0; i < rw; ++i) s.ports.push_back({"read_write", std::max(r_bw, w_bw)});
+    if (m["served_dimensions"])
+      for (const auto& d : m["served_dimensions"]) s.served.insert(c.as<std::string>(d, key + ".served_dimensions", "a dimension name"));
+    return s;
   }
   for (const auto& p : c.need(m, "ports", key)) {
     Port port;
@@ -178,7 +209,9 @@ Core read_compute_core(const Ctx& c, const YAML::Node& doc, const std::string& n
     core.runs = op_bit(OpKind::Elementwise) | op_bit(OpKind::Softmax);
   const bool mac_core = core.can_run(OpKind::Mac);
 
-  const YAML::Node oa = c.need(doc, "operational_array", "");
+  // `multipliers` is ZigZag's older name of the operational array (classic's meta_prototype.yaml).
+  const YAML::Node oa = doc["multipliers"] && !doc["operational_array"] ? doc["multipliers"]
+                                                                        : c.need(doc, "operational_array", "");
   core.compute.name = "MAC";
   core.compute.energy_pj = c.as<double>(c.need(oa, "unit_energy", "operational_array"), "operational_array.unit_energy",
                                          "pJ per operation");
@@ -252,12 +285,14 @@ Core read_compute_core(const Ctx& c, const YAML::Node& doc, const std::string& n
   std::vector<std::vector<std::string>> chain_dims;  // unserved dims per memory, then {} for DRAM
   for (const auto& m : mems) chain_dims.push_back(unserved(m));
   chain_dims.push_back({});
+  // Served dimensions that do not nest (classic's meta_prototype: weight registers per D1 x D2,
+  // output registers per D1 x D3 x D4) have no chain of fan-outs; the outer memory is then taken
+  // as shared along the inner one's dimensions too (fewer, not smaller, instances: an
+  // approximation documented in docs/architectures.md).
   for (size_t i = 0; i + 1 < chain_dims.size(); ++i)
-    for (const auto& d : chain_dims[i + 1])
-      if (std::find(chain_dims[i].begin(), chain_dims[i].end(), d) == chain_dims[i].end())
-        c.fail(mems[i + 1].node, "memories." + mems[i + 1].name,
-               "its served_dimensions do not nest with '" + mems[i].name +
-                   "'s; expected memories that a chain of spatial fan-outs can express");
+    std::erase_if(chain_dims[i + 1], [&](const std::string& d) {
+      return std::find(chain_dims[i].begin(), chain_dims[i].end(), d) == chain_dims[i].end();
+    });
 
   // Levels innermost first; axes of the dimensions a memory serves but the next inner one does
   // not fan out from it, two per level, extra ones from keep-nothing levels just below it.

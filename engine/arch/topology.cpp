@@ -97,8 +97,14 @@ void compute_routes(Architecture& a, const std::string& where) {
     std::vector<int> frontier{s};
     while (!frontier.empty()) {
       std::vector<int> next;
-      for (int u : frontier)
+      for (int u : frontier) {
+        // A memory's port carries only transfers that start or end at the memory: otherwise two
+        // cores on one DRAM port would talk through the port in two hops. Over plain links a
+        // memory relays like any node (Stream routes through its off-chip core).
+        const bool relay_memory = u != s && u >= static_cast<int>(a.cores.size());
+        if (relay_memory && a.links[best[u].back()].port) continue;
         for (auto [l, v] : out[u]) {
+          if (relay_memory && a.links[l].port) continue;
           if (hops[v] != -1 && hops[v] != hops[u] + 1) continue;
           const double w = std::min(width[u], a.links[l].bits_per_cycle);
           std::vector<int> p = best[u];
@@ -112,6 +118,7 @@ void compute_routes(Architecture& a, const std::string& where) {
           width[v] = w;
           best[v] = std::move(p);
         }
+      }
       // Labels of this layer are final only once every node of the previous layer was expanded,
       // which holds here; expand in node order for determinism.
       std::sort(next.begin(), next.end());
