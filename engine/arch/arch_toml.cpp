@@ -318,7 +318,9 @@ Architecture multi_core_from_table(TomlReader& r, Architecture a, const std::str
       for (const auto& n : t->str_list("nodes")) spec.nodes.push_back(node_ref(*t, a, "nodes", n));
     else
       for (int i = 0; i < static_cast<int>(a.cores.size()); ++i) spec.nodes.push_back(i);
-    const std::string tw = t->key_path("").empty() ? "topology" : t->key_path("");
+    std::string tw = t->key_path("");  // "topology." (or "<study key>.topology.")
+    if (!tw.empty() && tw.back() == '.') tw.pop_back();
+    if (tw.empty()) tw = "topology";
     try {
       add_topology(a, spec, tw);
     } catch (const InputError& e) {

@@ -404,3 +404,16 @@ TEST_CASE("multicore arch: the mapper keeps to each core's dataflow (stream_t3_2
   for (const auto& r : os) CHECK((r == "Q" || r == "K"));
   CHECK(os_used == 2 * 2);
 }
+
+TEST_CASE("multicore arch: the quad-core presets are Stream's files as converted") {
+  const std::string cls = test::shared_data("stream/classic_cb9dfc52/examples/hardware/");
+  for (const char* n : {"tpu_like_quad_core", "eyeriss_like_quad_core"}) {
+    INFO(n);
+    const Architecture preset = load_architecture(n);
+    const Architecture yaml = load_architecture(cls + n + ".yaml");
+    CHECK(to_toml(preset) == to_toml(yaml));
+    CHECK(preset.routes == yaml.routes);
+    CHECK(preset.cores.size() == 6);
+    CHECK(preset.memories.at(0).level.read_pj == 125);  // 1000 pJ per 64-bit DRAM access
+  }
+}
