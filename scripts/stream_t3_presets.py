@@ -55,35 +55,39 @@ OUT_REG = "read_pj = 0.129\nwrite_pj = 0.178\n"
 K_AXIS = '["K", "N"], {a}_reuse = ["input"]'
 
 
-def ws_core(n, count):
-    rows, cols, c, k, amib, abw, wmib, wbw = WS[n]
-    s = f"\n[[core]]\nname = \"ws\"\ncount = {count}\nruns = [\"mac\"]\n"
+def core_head(kind, count, k, amib, abw, wmib, wbw):
+    """The [[core]] table, MAC, and the weight and activation memories (K on the columns)."""
+    s = f"\n[[core]]\nname = \"{kind}\"\ncount = {count}\nruns = [\"mac\"]\n"
     s += "\n[core.compute]\nname = \"MAC\"\nenergy_pj = 0.04\n"
     s += memory("W_mem", wmib, wbw, '["weight"]')
     s += memory("Act_mem", amib, abw, '["input", "output"]',
                 f'{{ x = {k}, x_ranks = ["K", "N"], x_reuse = ["input"] }}')
-    s += ("\n[[core.level]]\nname = \"col_out_reg\"  # 128 B of partial sums per column\nsize_bytes = 128\nword_bits = 8\n"
-          + OUT_REG + 'keeps = ["output"]\n'
-          + f'fanout = {{ x = {c}, x_ranks = ["C", "K"], x_reuse = ["output"], y = 3, y_ranks = ["S"], y_reuse = ["output"] }}\n')
+    return s
+
+
+def register(name, comment, size_bytes, energies, keeps, fanout=None):
+    s = f"\n[[core.level]]\nname = \"{name}\"  # {comment}\nsize_bytes = {size_bytes}\nword_bits = 8\n"
+    s += energies + f"keeps = {keeps}\n"
+    return s + (f"fanout = {fanout}\n" if fanout else "")
+
+
+def ws_core(n, count):
+    rows, cols, c, k, amib, abw, wmib, wbw = WS[n]
+    s = core_head("ws", count, k, amib, abw, wmib, wbw)
+    s += register("col_out_reg", "128 B of partial sums per column", 128, OUT_REG, '["output"]',
+                  f'{{ x = {c}, x_ranks = ["C", "K"], x_reuse = ["output"], y = 3, y_ranks = ["S"], y_reuse = ["output"] }}')
     s += ("\n[[core.level]]\nname = \"row_fy\"  # no storage: the FY share of the rows (C x FX x FY = "
           f"{c} x 3 x 3 = {rows})\nentries = 1\nword_bits = 8\nkeeps = []\n"
           'fanout = { x = 3, x_ranks = ["R"], x_reuse = ["output"] }\n')
-    s += "\n[[core.level]]\nname = \"pe_reg\"  # 4 B per PE: the stationary weight\nsize_bytes = 4\nword_bits = 8\n" + PE_REG + 'keeps = ["weight"]\n'
-    return s
+    return s + register("pe_reg", "4 B per PE: the stationary weight", 4, PE_REG, '["weight"]')
 
 
 def os_core(n, count):
     rows, cols, ox, k, amib, abw, wmib, wbw = OS[n]
-    s = f"\n[[core]]\nname = \"os\"\ncount = {count}\nruns = [\"mac\"]\n"
-    s += "\n[core.compute]\nname = \"MAC\"\nenergy_pj = 0.04\n"
-    s += memory("W_mem", wmib, wbw, '["weight"]')
-    s += memory("Act_mem", amib, abw, '["input", "output"]',
-                f'{{ x = {k}, x_ranks = ["K", "N"], x_reuse = ["input"] }}')
-    s += ("\n[[core.level]]\nname = \"out_buf\"  # output local buffer: 128 B per column\nsize_bytes = 128\nword_bits = 8\n"
-          + OUT_REG + 'keeps = ["output"]\n'
-          + f'fanout = {{ y = {ox}, y_ranks = ["Q", "M"], y_reuse = ["weight"] }}\n')
-    s += "\n[[core.level]]\nname = \"pe_reg\"  # 4 B per PE: the stationary output\nsize_bytes = 4\nword_bits = 8\n" + PE_REG + 'keeps = ["output"]\n'
-    return s
+    s = core_head("os", count, k, amib, abw, wmib, wbw)
+    s += register("out_buf", "output local buffer: 128 B per column", 128, OUT_REG, '["output"]',
+                  f'{{ y = {ox}, y_ranks = ["Q", "M"], y_reuse = ["weight"] }}')
+    return s + register("pe_reg", "4 B per PE: the stationary output", 4, PE_REG, '["output"]')
 
 
 def system(n, ws):
