@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "engine/arch/arch_toml.hpp"
+#include "engine/arch/stream_yaml.hpp"
 #include "engine/validation/timeloop_input.hpp"
 #include "engine/workload/load.hpp"
 
@@ -18,6 +19,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 // A preset, a TOML file, or a Timeloop run (its directory or parsed-processed-input.yaml), whose
 // architecture is imported with its energy reference table.
 Architecture load_any_architecture(const std::string& spec) {
+  if ((ends_with(spec, ".yaml") || ends_with(spec, ".yml")) && is_stream_hardware_yaml(spec)) return load_architecture(spec);
   if (ends_with(spec, ".yaml") || ends_with(spec, ".yml") || std::filesystem::is_directory(spec)) {
     const TimeloopCaseFiles files = locate_timeloop_case(spec);
     TimeloopCase c = import_timeloop_input(files.input, files.ert, files.map);

@@ -10,6 +10,26 @@ int Core::level_index(std::string_view n) const {
   return -1;
 }
 
+bool Link::connects(int from, int to) const {
+  if (from == to) return false;
+  if (!bus) return nodes.size() == 2 && nodes[0] == from && nodes[1] == to;
+  if (port && from != nodes[0] && to != nodes[0]) return false;
+  bool f = false, t = false;
+  for (int n : nodes) f |= n == from, t |= n == to;
+  return f && t;
+}
+
+const std::string& Architecture::node_name(int node) const {
+  const auto n = static_cast<size_t>(node);
+  return n < cores.size() ? cores[n].name : memories.at(n - cores.size()).name;
+}
+
+int Architecture::node_index(std::string_view n) const {
+  for (int i = 0; i < node_count(); ++i)
+    if (node_name(i) == n) return i;
+  return -1;
+}
+
 void finalize(Core& core, const std::string& where) {
   if (core.levels.empty()) throw InputError({}, where, "architecture has no memory levels");
   if (core.levels.size() > kMaxLevels)

@@ -1,6 +1,8 @@
 #pragma once
-// An accelerator: cores, each a memory hierarchy over a PE array and a compute unit, plus the
-// links between cores (multi-core systems, used by the scheduling issues; empty for one core).
+// An accelerator: cores, each a memory hierarchy over a PE array and a compute unit, plus, for a
+// multi-core system (Stream's heterogeneous dataflow accelerators), memories outside the cores
+// (the off-chip DRAM, shared on-chip memories), the links between them and a path per ordered
+// pair of nodes (docs/architectures.md, "Multi-core architectures").
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -94,8 +96,17 @@ struct VectorUnit {
   double energy_pj = 0;    // per operation
 };
 
+// Which operator kinds a core can run (bit per OpKind).
+using OpMask = uint8_t;
+constexpr OpMask op_bit(OpKind k) { return static_cast<OpMask>(1u << static_cast<int>(k)); }
+constexpr OpMask kAllOps = op_bit(OpKind::Mac) | op_bit(OpKind::Elementwise) | op_bit(OpKind::Pool) |
+                           op_bit(OpKind::Softmax) | op_bit(OpKind::Copy);
+
 struct Core {
   std::string name;
+  // Operator kinds the core runs (special cores: pooling, SIMD); a single-core file runs all.
+  OpMask runs = kAllOps;
+  bool can_run(OpKind k) const { return (runs & op_bit(k)) != 0; }
   std::vector<Level> levels;   // index 0 = innermost (next to compute), back() = DRAM
   ComputeUnit compute;
   std::optional<VectorUnit> vector;
@@ -118,17 +129,52 @@ struct Core {
 // The core Einsum `e` runs on (Core::for_op).
 inline const Core& core_for(const Core& c, const Einsum& e) { return c.for_op(e.op == OpKind::Mac); }
 
+// A communication resource. A point-to-point link carries data from nodes[0] to nodes[1] only; a
+// bus carries data between any two of its nodes, one transfer's bandwidth shared by all (Stream's
+// `type: bus`). Nodes are Architecture node ids (cores first, then memories).
 struct Link {
-  int from = 0, to = 0;
-  double bandwidth_bytes_per_cycle = 0;
-  double energy_pj_per_bit = 0;
+  std::string name;
+  std::vector<int> nodes;
+  bool bus = false;
+  // An off-chip memory's port: a bus that carries only transfers to or from nodes[0] (the
+  // memory), never core-to-core traffic.
+  bool port = false;
+  double bits_per_cycle = 0;
+  // Energy: per bit carried, and per cycle the link is busy (Stream's unit_energy_cost, which its
+  // scheduler scales by the share of the bandwidth a transfer takes).
+  double pj_per_bit = 0;
+  double pj_per_cycle = 0;
+  bool connects(int from, int to) const;
+};
+
+// A memory that is no core's own: the off-chip DRAM, or an on-chip memory shared over links
+// (Stream HEAD's `zigzag.memory` cores, e.g. TPU v7's VMEM).
+struct MemoryNode {
+  std::string name;
+  Level level;  // capacity, word width, energy per word, bandwidth (words per cycle)
+  bool offchip = false;
 };
 
 struct Architecture {
   std::string name;
   std::string description;
-  std::vector<Core> cores;
+  std::vector<Core> cores;  // node ids 0 .. cores.size() - 1
+  // Multi-core systems only (all empty for a single-core file):
+  std::vector<MemoryNode> memories;  // node ids cores.size() + i
+  int offchip = -1;                  // node id of the off-chip memory
   std::vector<Link> links;
+  // Links in order: memory ports, point-to-point links, buses (each in file order).
+  // routes[from * node_count() + to]: the link indices of the path from node `from` to `to`
+  // (empty for from == to); made by compute_routes (engine/arch/topology.hpp).
+  std::vector<std::vector<int>> routes;
+
+  bool multi_core() const { return !memories.empty() || !links.empty() || cores.size() > 1; }
+  int node_count() const { return static_cast<int>(cores.size() + memories.size()); }
+  const std::string& node_name(int node) const;
+  int node_index(std::string_view name) const;  // -1 if absent
+  const std::vector<int>& path(int from, int to) const {
+    return routes.at(static_cast<size_t>(from) * static_cast<size_t>(node_count()) + static_cast<size_t>(to));
+  }
 };
 
 // Recomputes derived fields (instances, fitted energies) and checks invariants; throws

@@ -21,6 +21,7 @@ TEST_CASE("arch: every preset loads and its TOML form round-trips") {
   for (const auto& name : names) {
     INFO(name);
     const Architecture a = load_architecture(name);
+    if (a.multi_core()) continue;  // tests/unit/test_multicore_arch.cpp
     REQUIRE(a.cores.size() == 1);
     const std::string text = to_toml(a);
     const Architecture b = parse_architecture(text, "roundtrip.toml");
