@@ -25,6 +25,7 @@
 // unit's metrics are those of each one of them. Payload = the unit's parameters as JSON including
 // the point's architecture TOML; id = stable hash of kind and payload.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,6 +135,13 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of);
 // The label of an optimize_network or ffm_baseline unit: "<workload> @ <point> <method> seed <s>".
 // The label of an ffm_pmappings unit: "<workload>/<einsum> @ <point> ffm slice <j>/<n>"; of the
 // joined result: ffm_join_label = "<workload> @ <point> ffm".
+// The parameter columns units start from (docs/results.md, "Parameter columns"): workload, einsum
+// ("" for a whole network; a unit standing for identical layers lists them "a,b,c"), arch (the
+// point's name), method, seed (when the method has one), objective, then the value of each sweep
+// parameter of the point, named by its key (pe, Scratchpad.size_kb, ...). A kind appends its own.
+std::vector<UnitColumn> parameter_columns(const std::string& workload, const std::string& einsum, const ArchitecturePoint& point,
+                                          const std::string& method, std::optional<uint64_t> seed, const std::string& objective);
+
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed);
 
 std::string ffm_join_label(const std::string& workload, const std::string& point);
