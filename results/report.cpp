@@ -290,6 +290,10 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
                          r.energy_pj, r.cycles, r.edp,
                          r.edp_vs_layerwise > 0 ? fmt::format("{:.3f}x", r.edp_vs_layerwise) : std::string("-"),
                          r.fused_groups.empty() ? "-" : r.fused_groups);
+    const bool layerwise = std::any_of(headline.begin(), headline.end(), [](const HeadlineRow& r) { return r.edp_vs_layerwise > 0; });
+    if (layerwise && headline.size() > 1)
+      out += "\nLayer by layer sums the MAC layers it maps, one after another; FFM prices every Einsum of the network "
+             "(additions and pooling too) and FADiff the layers it models, so their ratios also count what only they price.\n";
     out += "\n";
   }
   if (!options.csv_hint.empty()) out += options.csv_hint + "\n\n";
