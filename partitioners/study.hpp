@@ -15,6 +15,9 @@
 //                     context_slices = 1, fusion = true, must_fuse = [...] | "others",
 //                     must_not_fuse = [...], max_memory_mib = 0, epsilon = 0, time_budget_s, max_evaluations, seeds
 //
+// method.name may list one layer mapper with network optimizers and fused mappers (docs/studies.md,
+// "Mixing method families"); each family's units are as in a study of that family alone.
+//
 // Every [[architecture]] gives one or more architecture points: the product of its sweep axes
 // (engine/arch/arch_sweep.hpp), named "<name>_<tag><value>..." (gemmini_pe16_sp256_acc64), or the
 // architecture itself when it has no sweep.

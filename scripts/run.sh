@@ -11,6 +11,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${MAPFUSE_BUILD_DIR:-$root/build}"
 bash "$root/scripts/build.sh" "$build" Release
 cd "$root"
+# A fresh run each time: a journal left by an older checkout or build belongs to another study
+# text or cost model, and `run` rightly refuses to resume it (docs/results.md).
+rm -f out/quickstart.h5 out/quickstart.h5.journal
 set +e
 "$build/cli/mapfuse" run experiments/quickstart.toml --output out/quickstart.h5 "$@" >/dev/null
 rc=$?
