@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/study_units.hpp"
 #include "engine/common/error.hpp"
 #include "partitioners/study.hpp"
 #include "results/report.hpp"
@@ -27,23 +28,48 @@ static std::vector<SweepPointInfo> sweep_points(const StudyFile& s, const std::s
   return out;
 }
 
+// The layers of each workload of the study in network order (for tables and plots). A workload
+// that no longer loads (a file moved away) is left out: its layers then keep their label order.
+static LayerOrder layer_order(const StudyFile& s, const std::string& path) {
+  LayerOrder out;
+  try {
+    const Study study = parse_study(s.meta.toml_text, path + ":/study/toml", /*load_architectures=*/false);
+    for (const StudyWorkload& w : study.workloads) {
+      std::vector<std::string> names;
+      for (const StudyLayer& l : study_layers(w)) names.push_back(l.name);
+      out.emplace_back(w.spec, std::move(names));
+    }
+  } catch (const std::exception&) {
+  }
+  return out;
+}
+
 Command add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Summary tables and plots of a study file");
   auto path = std::make_shared<std::string>();
   auto csv = std::make_shared<bool>(false);
   auto plots = std::make_shared<std::string>();
   auto no_plots = std::make_shared<bool>(false);
+  auto units = std::make_shared<bool>(false);
   cmd->add_option("study", *path, "study HDF5 file written by `mapfuse run`")->required();
-  cmd->add_flag("--csv", *csv, "print the unit table as CSV instead of Markdown");
+  cmd->add_flag("--csv", *csv, "print every unit as CSV, its parameters as columns, instead of the Markdown summary");
+  cmd->add_flag("--units", *units, "also list every unit in the Markdown summary");
   cmd->add_option("--plots", *plots, "directory for the PNG plots (default: <study>_plots)");
   cmd->add_flag("--no-plots", *no_plots, "tables only");
   return {cmd, [=]() {
             const StudyFile s = read_study_h5(*path);
             const std::vector<SweepPointInfo> sweep = sweep_points(s, *path);
-            std::cout << (*csv ? report_csv(s) : report_markdown(s, sweep));
+            ReportOptions options;
+            options.units = *units;
+            options.layer_order = layer_order(s, *path);
+            options.csv_hint = fmt::format("Every unit, with its parameters as columns (workload, einsum, arch, method, seed, "
+                                           "objective, sweep parameters): `mapfuse report {} --csv` (or --units here); "
+                                           "pandas: docs/results.md.", *path);
+            std::cout << (*csv ? report_csv(s) : report_markdown(s, sweep, options));
             if (!*no_plots) {
               const std::string dir = plots->empty() ? (std::filesystem::path(*path).replace_extension("").string() + "_plots") : *plots;
-              for (const std::string& f : write_plots(*path, dir, sweep_csv(s, sweep))) fmt::print(stderr, "wrote {}\n", f);
+              for (const std::string& f : write_plots(*path, dir, sweep_csv(s, sweep), options.layer_order))
+                fmt::print(stderr, "wrote {}\n", f);
             }
             return 0;
           }};

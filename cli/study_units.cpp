@@ -1,5 +1,6 @@
 #include "cli/study_units.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 #include <functional>
@@ -38,6 +39,24 @@ std::string shape_key(const Einsum& e) {
 }
 
 namespace {
+
+// The fusion groups of two or more Einsums, in execution order, as the "fused_groups" result
+// column: "conv1+layer1.0.conv1; layer2.0.conv1+layer2.0.conv2"; "none" when nothing is fused.
+std::string fused_groups_text(const std::vector<std::vector<std::string>>& groups) {
+  std::string out;
+  for (const auto& g : groups)
+    if (g.size() > 1) out += fmt::format("{}{}", out.empty() ? "" : "; ", fmt::join(g, "+"));
+  return out.empty() ? "none" : out;
+}
+
+std::string fused_groups_text(const LoopTree& t, const Workload& w) {
+  std::vector<std::vector<std::string>> groups;
+  for (const FusionGroup& g : t.groups) {
+    groups.emplace_back();
+    for (int e : g.einsums) groups.back().push_back(w.einsums[e].name);
+  }
+  return fused_groups_text(groups);
+}
 // A proxy of the size of an Einsum's mapspace: every rank's factorisations over a few slots grow
 // with its number of divisors; measured exhaustive times follow this within a small factor.
 double mapspace_work(const Einsum& e) {
@@ -154,6 +173,12 @@ UnitResult run_optimize_network(const WorkUnit& unit) {
     text += "\n" + res.layers[i] + ": " + (e >= 0 ? to_text(res.mappings[i], w.einsums[e], core) : std::string("?"));
   }
   r.best_mapping = text;
+  std::vector<std::vector<std::string>> groups;
+  for (const auto& g : res.groups) {
+    groups.emplace_back();
+    for (int i : g) groups.back().push_back(res.layers[i]);
+  }
+  r.columns.push_back(UnitColumn::of_text("fused_groups", fused_groups_text(groups)));
   for (const TracePoint& t : res.trace) r.trace.push_back({t.seconds, t.evaluations, t.best_edp});
   return r;
 }
@@ -266,6 +291,7 @@ UnitResult run_ffm_baseline(const WorkUnit& unit) {
   r.cycles = b.cycles;
   r.edp = b.energy_pj * b.cycles;
   r.best_mapping = to_text(b.tree, s.w, s.core());
+  r.columns.push_back(UnitColumn::of_text("fused_groups", fused_groups_text(b.tree, s.w)));
   for (const auto& t : b.trace) r.trace.push_back({t.seconds, t.evaluations, t.best});
   return r;
 }
@@ -277,12 +303,13 @@ const std::string& result_producer() {
 
 void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
                         const std::function<void(const UnitResult&)>& append) {
-  if (!is_fused_method(study.method.name)) return;
+  if (std::find(study.method.names.begin(), study.method.names.end(), "ffm") == study.method.names.end()) return;
   // The generation units of each (point, workload), from the partition (deterministic).
   struct Group {
     nlohmann::json payload;  // of its first unit: what the join needs
     std::vector<std::string> ids;
     std::string label;
+    std::vector<UnitColumn> columns;  // of its first unit, without the Einsum's
   };
   std::map<std::string, Group> groups;
   std::vector<std::string> order;
@@ -296,6 +323,11 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
     if (fresh) {
       it->second.payload = p;
       it->second.label = ffm_join_label(p.at("workload_label").get<std::string>(), p.at("arch").get<std::string>());
+      for (UnitColumn c : u.columns) {
+        if (c.name == "einsum_index" || c.name == "slice") continue;
+        if (c.name == "einsum") c.text.clear();
+        it->second.columns.push_back(std::move(c));
+      }
       order.push_back(k);
     }
     it->second.ids.push_back(u.id);
@@ -310,6 +342,7 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
     r.kind = "ffm_join";
     r.producer = result_producer();
     r.label = g.label;
+    r.columns = g.columns;
     if (by_id.count(r.unit_id)) continue;  // joined in an earlier run
     std::vector<std::string> slices;
     double generation = 0;
@@ -352,6 +385,7 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
                                    "objective {}\n",
                                    generation, g.ids.size(), r.wall_seconds, kept, f.pareto.size(), to_string(s.objective)) +
                        to_text(best->tree, s.w, s.core());
+      r.columns.push_back(UnitColumn::of_text("fused_groups", fused_groups_text(best->tree, s.w)));
       for (const ffm::FfmSolution& sol : f.pareto) r.pareto.push_back({sol.energy_pj, sol.cycles, to_text(sol.tree, s.w, s.core())});
     } catch (const std::exception& e) {
       r.status = UnitResult::Status::Failed;

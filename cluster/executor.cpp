@@ -27,6 +27,7 @@ UnitResult run_unit_guarded(const UnitFunction& fn, const WorkUnit& unit, int ra
   r.unit_id = unit.id;
   r.kind = unit.kind;
   r.label = unit.label;
+  r.columns.insert(r.columns.begin(), unit.columns.begin(), unit.columns.end());  // the unit's, then the result's own
   r.rank = rank;
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

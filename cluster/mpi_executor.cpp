@@ -100,6 +100,7 @@ UnitResult failed_result(const WorkUnit& u, int rank, std::string message) {
   r.unit_id = u.id;
   r.kind = u.kind;
   r.label = u.label;
+  r.columns = u.columns;
   r.status = UnitResult::Status::Failed;
   r.rank = rank;
   r.message = std::move(message);
@@ -136,6 +137,7 @@ RunReport run_master(MPI_Comm comm, int size, std::vector<WorkUnit>& units, cons
         r.unit_id = u.id;
         r.kind = u.kind;
         r.label = u.label;
+        r.columns.insert(r.columns.begin(), u.columns.begin(), u.columns.end());
         r.rank = src;
       } catch (const std::exception& e) {
         r = failed_result(u, src, std::string("result could not be transported: ") + e.what());

@@ -205,12 +205,14 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
         m->fail("name", "unknown method '" + n + "'; expected random or exhaustive (layer mappers), fadiff, dosa, ga, bo "
                         "(network optimizers), or ffm, ffm_sa, ffm_ga, ffm_random (fused mappers)" + did_you_mean(n, known));
       if (!seen.insert(n).second) m->fail("name", "method '" + n + "' listed twice");
-      if (s.method.names.size() > 1 && !is_network_method(n) && !is_fused_method(n))
-        m->fail("name", "only network optimizers (fadiff, dosa, ga, bo) or fused mappers (ffm, ffm_sa, ffm_ga, ffm_random) "
-                        "can be listed together; '" + n + "' is a layer mapper");
-      if (is_network_method(n) != is_network_method(s.method.names.front()) || is_fused_method(n) != is_fused_method(s.method.names.front()))
-        m->fail("name", "network optimizers and fused mappers cannot be mixed in one study");
     }
+    // One study may compare families (layer by layer, network optimizers, fused mappers: the
+    // main job's "how much does fusion save"), but one layer mapper at most: its units do not
+    // name their method in the label.
+    if (std::count_if(s.method.names.begin(), s.method.names.end(),
+                      [](const std::string& n) { return !is_network_method(n) && !is_fused_method(n); }) > 1)
+      m->fail("name", "random and exhaustive (layer mappers) cannot be listed together; list one of them, with any "
+                      "network optimizers (fadiff, dosa, ga, bo) and fused mappers (ffm, ffm_sa, ffm_ga, ffm_random)");
     s.method.name = s.method.names.front();
     if (auto t = m->opt_number("time_budget_s")) {
       if (!(*t > 0) || !std::isfinite(*t)) m->fail("time_budget_s", "must be a positive number of seconds");
@@ -279,6 +281,16 @@ std::string map_layer_label(const std::string& workload, const std::vector<std::
   return workload + "/" + layer + " @ " + point + (seed.empty() ? "" : " seed " + seed);
 }
 
+std::vector<UnitColumn> parameter_columns(const std::string& workload, const std::string& einsum, const ArchitecturePoint& point,
+                                          const std::string& method, std::optional<uint64_t> seed, const std::string& objective) {
+  std::vector<UnitColumn> c = {UnitColumn::of_text("workload", workload), UnitColumn::of_text("einsum", einsum),
+                               UnitColumn::of_text("arch", point.name), UnitColumn::of_text("method", method)};
+  if (seed) c.push_back(UnitColumn::of_integer("seed", static_cast<int64_t>(*seed)));
+  c.push_back(UnitColumn::of_text("objective", objective));
+  for (const auto& [key, value] : point.params) c.push_back(UnitColumn::of_real(key, value));
+  return c;
+}
+
 bool is_network_method(const std::string& name) {
   return name == "fadiff" || name == "dosa" || name == "ga" || name == "bo";
 }
@@ -307,12 +319,12 @@ std::string workload_label(const Study& s, size_t wi) {
 }
 
 // One unit per (point, workload, method, seed): a network optimizer's run.
-std::vector<WorkUnit> partition_network_study(const Study& s) {
+std::vector<WorkUnit> partition_network_study(const Study& s, const std::vector<std::string>& methods) {
   std::vector<WorkUnit> units;
   for (const StudyArchitecture& a : s.architectures)
     for (const ArchitecturePoint& point : a.points)
       for (size_t wi = 0; wi < s.workloads.size(); ++wi)
-        for (const std::string& method : s.method.names)
+        for (const std::string& method : methods)
           for (uint64_t seed : s.method.seeds) {
             const StudyWorkload& w = s.workloads[wi];
             nlohmann::json p = {{"arch", point.name},   {"arch_toml", point.toml}, {"workload", w.spec},
@@ -324,6 +336,7 @@ std::vector<WorkUnit> partition_network_study(const Study& s) {
             u.payload = p.dump();
             u.id = stable_id(u.kind + "\n" + u.payload);
             u.label = network_label(workload_label(s, wi), point.name, method, seed);
+            u.columns = parameter_columns(workload_label(s, wi), "", point, method, seed, "edp");  // the optimizers minimise EDP
             u.cost_hint = s.method.time_budget_s;
             units.push_back(std::move(u));
           }
@@ -332,7 +345,7 @@ std::vector<WorkUnit> partition_network_study(const Study& s) {
 
 // Fused mappers: FFM's generation slices (one unit per (point, workload, Einsum, slice)) and one
 // unit per (point, workload, baseline, seed).
-std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_of) {
+std::vector<WorkUnit> partition_fused_study(const Study& s, const std::vector<std::string>& methods, LayerLister layers_of) {
   std::vector<WorkUnit> units;
   std::vector<std::vector<StudyLayer>> einsums;
   for (const StudyWorkload& w : s.workloads) einsums.push_back(layers_of(w));
@@ -352,7 +365,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
         if (!a.constraints.empty()) base["constraints"] = a.constraints;
         if (m.nested_loops > 0) base["nested_loops"] = m.nested_loops;
         if (!m.resident) base["resident"] = false;
-        for (const std::string& method : m.names) {
+        for (const std::string& method : methods) {
           if (method == "ffm") {
             for (size_t i = 0; i < einsums[wi].size(); ++i)
               for (int slice = 0; slice < m.context_slices; ++slice) {
@@ -367,6 +380,9 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
                 u.id = stable_id(u.kind + "\n" + u.payload);
                 u.label = fmt::format("{}/{} @ {} ffm slice {}/{}", workload_label(s, wi), einsums[wi][i].name, point.name, slice,
                                       m.context_slices);
+                u.columns = parameter_columns(workload_label(s, wi), einsums[wi][i].name, point, "ffm", std::nullopt, m.objective);
+                u.columns.push_back(UnitColumn::of_integer("einsum_index", static_cast<int64_t>(i)));
+                u.columns.push_back(UnitColumn::of_integer("slice", slice));
                 u.cost_hint = einsums[wi][i].work / m.context_slices;
                 units.push_back(std::move(u));
               }
@@ -383,6 +399,7 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
             u.payload = p.dump();
             u.id = stable_id(u.kind + "\n" + u.payload);
             u.label = network_label(workload_label(s, wi), point.name, method, seed);
+            u.columns = parameter_columns(workload_label(s, wi), "", point, method, seed, m.objective);
             u.cost_hint = m.time_budget_s;
             units.push_back(std::move(u));
           }
@@ -391,12 +408,10 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, LayerLister layers_o
   return units;
 }
 
-}  // namespace
 
-std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
-  if (is_network_method(s.method.name)) return partition_network_study(s);
-  if (is_fused_method(s.method.name)) return partition_fused_study(s, layers_of);
-  const bool random = s.method.name == "random";
+// Layer mappers: one unit per (point, workload layer or group of identical layers, seed).
+std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& method, LayerLister layers_of) {
+  const bool random = method == "random";
   const bool group = !random && s.method.group_identical;
   std::vector<std::vector<StudyLayer>> layers;
   for (const StudyWorkload& w : s.workloads) layers.push_back(layers_of(w));
@@ -407,7 +422,11 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
       for (size_t wi = 0; wi < s.workloads.size(); ++wi) {
         const StudyWorkload& w = s.workloads[wi];
         std::map<std::string, double> work_of;
-        for (const StudyLayer& l : layers[wi]) work_of[l.name] = l.work;
+        std::map<std::string, int64_t> index_of;  // position in the network
+        for (const StudyLayer& l : layers[wi]) {
+          work_of[l.name] = l.work;
+          index_of.emplace(l.name, static_cast<int64_t>(index_of.size()));
+        }
         // Groups of layers with one shape, in the order of their first layer.
         std::vector<std::vector<std::string>> groups;
         std::map<std::string, size_t> group_of_shape;
@@ -429,7 +448,7 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
                                 {"constraints", a.constraints}, {"workload", w.spec},
                                 {"batch", w.batch},          {"tokens", w.tokens},
                                 {"layer", g.front()},        {"layers", g},
-                                {"method", s.method.name},   {"objective", s.method.objective},
+                                {"method", method},          {"objective", s.method.objective},
                                 {"budget", s.method.budget}, {"seed", seed},
                                 {"max_mappings", s.method.max_mappings}};
             WorkUnit u;
@@ -437,12 +456,36 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
             u.payload = p.dump();
             u.id = stable_id(u.kind + "\n" + u.payload);
             u.label = map_layer_label(w.spec, g, point.name, random ? std::to_string(seed) : "");
+            u.columns = parameter_columns(w.spec, fmt::format("{}", fmt::join(g, ",")), point, method,
+                                          random ? std::optional<uint64_t>(seed) : std::nullopt, s.method.objective);
+            u.columns.push_back(UnitColumn::of_integer("einsum_index", index_of.at(g.front())));
+            u.columns.push_back(UnitColumn::of_integer("einsum_count", static_cast<int64_t>(g.size())));
             // Exhaustive units: the layer's mapspace size, so that the largest layers go first and
             // do not end up as the tail of the run.
             u.cost_hint = random ? static_cast<double>(s.method.budget) : work_of.at(g.front());
             units.push_back(std::move(u));
           }
       }
+  }
+  return units;
+}
+
+}  // namespace
+
+std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
+  std::vector<std::string> network, fused;
+  std::vector<WorkUnit> units;
+  for (const std::string& n : s.method.names)
+    if (is_network_method(n)) network.push_back(n);
+    else if (is_fused_method(n)) fused.push_back(n);
+    else units = partition_layer_study(s, n, layers_of);  // one at most (parse_study)
+  if (!network.empty()) {
+    std::vector<WorkUnit> more = partition_network_study(s, network);
+    units.insert(units.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  if (!fused.empty()) {
+    std::vector<WorkUnit> more = partition_fused_study(s, fused, layers_of);
+    units.insert(units.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
   return units;
 }

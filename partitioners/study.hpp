@@ -15,6 +15,9 @@
 //                     context_slices = 1, fusion = true, must_fuse = [...] | "others",
 //                     must_not_fuse = [...], max_memory_mib = 0, epsilon = 0, time_budget_s, max_evaluations, seeds
 //
+// method.name may list one layer mapper with network optimizers and fused mappers (docs/studies.md,
+// "Mixing method families"); each family's units are as in a study of that family alone.
+//
 // Every [[architecture]] gives one or more architecture points: the product of its sweep axes
 // (engine/arch/arch_sweep.hpp), named "<name>_<tag><value>..." (gemmini_pe16_sp256_acc64), or the
 // architecture itself when it has no sweep.
@@ -25,6 +28,7 @@
 // unit's metrics are those of each one of them. Payload = the unit's parameters as JSON including
 // the point's architecture TOML; id = stable hash of kind and payload.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,6 +138,13 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of);
 // The label of an optimize_network or ffm_baseline unit: "<workload> @ <point> <method> seed <s>".
 // The label of an ffm_pmappings unit: "<workload>/<einsum> @ <point> ffm slice <j>/<n>"; of the
 // joined result: ffm_join_label = "<workload> @ <point> ffm".
+// The parameter columns units start from (docs/results.md, "Parameter columns"): workload, einsum
+// ("" for a whole network; a unit standing for identical layers lists them "a,b,c"), arch (the
+// point's name), method, seed (when the method has one), objective, then the value of each sweep
+// parameter of the point, named by its key (pe, Scratchpad.size_kb, ...). A kind appends its own.
+std::vector<UnitColumn> parameter_columns(const std::string& workload, const std::string& einsum, const ArchitecturePoint& point,
+                                          const std::string& method, std::optional<uint64_t> seed, const std::string& objective);
+
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed);
 
 std::string ffm_join_label(const std::string& workload, const std::string& point);

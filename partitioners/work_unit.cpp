@@ -16,6 +16,12 @@ std::string stable_id(const std::string& content) {
   return buf;
 }
 
+const UnitColumn* find_column(const std::vector<UnitColumn>& columns, const std::string& name) {
+  for (const UnitColumn& c : columns)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
 void order_for_dispatch(std::vector<WorkUnit>& units) {
   std::stable_sort(units.begin(), units.end(), [](const WorkUnit& a, const WorkUnit& b) {
     if (a.cost_hint != b.cost_hint) return a.cost_hint > b.cost_hint;

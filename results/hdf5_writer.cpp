@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <iterator>
+#include <limits>
 #include <stdexcept>
 
 #include "engine/common/error.hpp"
@@ -39,7 +41,9 @@ std::string iso8601_now() { return iso8601_utc(std::chrono::system_clock::now())
 namespace {
 
 constexpr const char* kFormat = "mapfuse-study";
-constexpr int kSchemaVersion = 1;
+// 2: parameter columns in /units (docs/results.md). Files of version 1 (no such columns) still read.
+constexpr int kSchemaVersion = 2;
+constexpr int kOldestSchemaVersion = 1;
 
 // ---- HDF5 plumbing -------------------------------------------------------------------------
 
@@ -163,33 +167,37 @@ Handle packed_copy(const Context& c, hid_t mem) {
   return f;
 }
 
+// The /units compound in memory: the fixed fields of UnitRow at the start of a row of
+// `row_size` bytes (the parameter columns follow them, 8 bytes each).
+Handle unit_type(const Context& c, const Types& t, size_t row_size) {
+  Handle u = c.check(H5Tcreate(H5T_COMPOUND, row_size), H5Tclose, "units type");
+  auto ins = [&](const char* name, size_t off, hid_t type) { c.check(H5Tinsert(u, name, off, type), "units type"); };
+  ins("id", HOFFSET(UnitRow, id), t.str);
+  ins("kind", HOFFSET(UnitRow, kind), t.str);
+  ins("label", HOFFSET(UnitRow, label), t.str);
+  ins("status", HOFFSET(UnitRow, status), t.status);
+  ins("message", HOFFSET(UnitRow, message), t.str);
+  ins("rank", HOFFSET(UnitRow, rank), H5T_NATIVE_INT32);
+  ins("wall_seconds", HOFFSET(UnitRow, wall_seconds), H5T_NATIVE_DOUBLE);
+  ins("energy_pj", HOFFSET(UnitRow, energy_pj), H5T_NATIVE_DOUBLE);
+  ins("cycles", HOFFSET(UnitRow, cycles), H5T_NATIVE_DOUBLE);
+  ins("edp", HOFFSET(UnitRow, edp), H5T_NATIVE_DOUBLE);
+  ins("best_mapping", HOFFSET(UnitRow, best_mapping), t.str);
+  ins("level_offset", HOFFSET(UnitRow, level_offset), H5T_NATIVE_UINT64);
+  ins("level_count", HOFFSET(UnitRow, level_count), H5T_NATIVE_UINT64);
+  ins("trace_offset", HOFFSET(UnitRow, trace_offset), H5T_NATIVE_UINT64);
+  ins("trace_count", HOFFSET(UnitRow, trace_count), H5T_NATIVE_UINT64);
+  ins("pareto_offset", HOFFSET(UnitRow, pareto_offset), H5T_NATIVE_UINT64);
+  ins("pareto_count", HOFFSET(UnitRow, pareto_count), H5T_NATIVE_UINT64);
+  return u;
+}
+
 Types make_types(const Context& c) {
   Types t;
   t.str = vlen_string_type(c);
   t.status = status_type(c);
-  {
-    Handle u = c.check(H5Tcreate(H5T_COMPOUND, sizeof(UnitRow)), H5Tclose, "units type");
-    auto ins = [&](const char* name, size_t off, hid_t type) { c.check(H5Tinsert(u, name, off, type), "units type"); };
-    ins("id", HOFFSET(UnitRow, id), t.str);
-    ins("kind", HOFFSET(UnitRow, kind), t.str);
-    ins("label", HOFFSET(UnitRow, label), t.str);
-    ins("status", HOFFSET(UnitRow, status), t.status);
-    ins("message", HOFFSET(UnitRow, message), t.str);
-    ins("rank", HOFFSET(UnitRow, rank), H5T_NATIVE_INT32);
-    ins("wall_seconds", HOFFSET(UnitRow, wall_seconds), H5T_NATIVE_DOUBLE);
-    ins("energy_pj", HOFFSET(UnitRow, energy_pj), H5T_NATIVE_DOUBLE);
-    ins("cycles", HOFFSET(UnitRow, cycles), H5T_NATIVE_DOUBLE);
-    ins("edp", HOFFSET(UnitRow, edp), H5T_NATIVE_DOUBLE);
-    ins("best_mapping", HOFFSET(UnitRow, best_mapping), t.str);
-    ins("level_offset", HOFFSET(UnitRow, level_offset), H5T_NATIVE_UINT64);
-    ins("level_count", HOFFSET(UnitRow, level_count), H5T_NATIVE_UINT64);
-    ins("trace_offset", HOFFSET(UnitRow, trace_offset), H5T_NATIVE_UINT64);
-    ins("trace_count", HOFFSET(UnitRow, trace_count), H5T_NATIVE_UINT64);
-    ins("pareto_offset", HOFFSET(UnitRow, pareto_offset), H5T_NATIVE_UINT64);
-    ins("pareto_count", HOFFSET(UnitRow, pareto_count), H5T_NATIVE_UINT64);
-    t.unit_file = packed_copy(c, u);
-    t.unit_mem = std::move(u);
-  }
+  t.unit_mem = unit_type(c, t, sizeof(UnitRow));
+  t.unit_file = packed_copy(c, t.unit_mem);
   {
     Handle l = c.check(H5Tcreate(H5T_COMPOUND, sizeof(LevelRow)), H5Tclose, "levels type");
     c.check(H5Tinsert(l, "name", HOFFSET(LevelRow, name), t.str), "levels type");
@@ -210,6 +218,10 @@ Types make_types(const Context& c) {
 }
 
 char* cstr(const std::string& s) { return const_cast<char*>(s.c_str()); }
+
+hid_t column_mem_type(const Types& t, UnitColumn::Type type) {
+  return type == UnitColumn::Type::Text ? t.str.get() : type == UnitColumn::Type::Integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
+}
 
 // ---- writing -------------------------------------------------------------------------------
 
@@ -312,10 +324,38 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
   }
 
   {
-    Handle ds = write_dataset(c, file, "units", t.unit_file, t.unit_mem, {units.size()}, units.data());
+    // Rows of UnitRow followed by one 8-byte cell per parameter column.
+    const std::vector<UnitColumn> columns = table_columns(results);
+    const size_t row_size = sizeof(UnitRow) + 8 * columns.size();
+    Handle mem = unit_type(c, t, row_size);
+    for (size_t j = 0; j < columns.size(); ++j)
+      c.check(H5Tinsert(mem, columns[j].name.c_str(), sizeof(UnitRow) + 8 * j, column_mem_type(t, columns[j].type)), "units type");
+    Handle file_type = packed_copy(c, mem);
+    std::vector<unsigned char> rows(row_size * units.size());
+    std::vector<std::string> texts(columns.size() * units.size());
+    for (size_t i = 0; i < units.size(); ++i) {
+      unsigned char* row = rows.data() + i * row_size;
+      std::memcpy(row, &units[i], sizeof(UnitRow));
+      for (size_t j = 0; j < columns.size(); ++j) {
+        const UnitColumn* given = find_column(results[i].columns, columns[j].name);
+        const UnitColumn& cell = given ? *given : columns[j];
+        unsigned char* at = row + sizeof(UnitRow) + 8 * j;
+        if (cell.type == UnitColumn::Type::Text) {
+          texts[i * columns.size() + j] = cell.text;
+          char* p = cstr(texts[i * columns.size() + j]);
+          std::memcpy(at, &p, sizeof p);
+        } else if (cell.type == UnitColumn::Type::Integer) {
+          std::memcpy(at, &cell.integer, 8);
+        } else {
+          std::memcpy(at, &cell.real, 8);
+        }
+      }
+    }
+    Handle ds = write_dataset(c, file, "units", file_type, mem, {units.size()}, rows.data());
     write_string_attr(c, ds, "units",
                       "wall_seconds: s; energy_pj: pJ; cycles: cycles; edp: pJ*cycles; "
-                      "*_offset/*_count: rows of /levels, /trace, /pareto",
+                      "*_offset/*_count: rows of /levels, /trace, /pareto; sweep parameter columns: "
+                      "the architecture parameter's own unit",
                       t.str);
   }
   {
@@ -386,6 +426,54 @@ Handle read_rows(const Context& c, hid_t file, const char* name, hid_t mem_type,
 
 std::string take(char* p) { return p ? std::string(p) : std::string(); }
 
+// The parameter columns of /units (none in a schema-1 file), per row; missing cells left out.
+std::vector<std::vector<UnitColumn>> read_unit_columns(const Context& c, hid_t file, const Types& t) {
+  Handle ds = c.check(H5Dopen2(file, "units", H5P_DEFAULT), H5Dclose, "dataset units");
+  Handle type = c.check(H5Dget_type(ds), H5Tclose, "dataset units");
+  Handle space = c.check(H5Dget_space(ds), H5Sclose, "dataset units");
+  const hssize_t n = H5Sget_simple_extent_npoints(space);
+  const int members = H5Tget_nmembers(type);
+  if (n < 0 || members < 0) c.fail("dataset units");
+  std::vector<UnitColumn> columns;
+  for (int k = 0; k < members; ++k) {
+    char* name = H5Tget_member_name(type, static_cast<unsigned>(k));
+    const std::string s = take(name);
+    H5free_memory(name);
+    if (is_fixed_unit_field(s)) continue;
+    const H5T_class_t cls = H5Tget_member_class(type, static_cast<unsigned>(k));
+    const UnitColumn::Type ct = cls == H5T_STRING    ? UnitColumn::Type::Text
+                                : cls == H5T_INTEGER ? UnitColumn::Type::Integer
+                                : cls == H5T_FLOAT   ? UnitColumn::Type::Real
+                                                     : throw std::runtime_error("HDF5 file '" + c.path + "': units column '" + s +
+                                                                                "' is not a string, integer or float");
+    columns.push_back({s, ct, {}, 0, 0});
+  }
+  std::vector<std::vector<UnitColumn>> out(static_cast<size_t>(n));
+  if (columns.empty() || n == 0) return out;
+  Handle mem = c.check(H5Tcreate(H5T_COMPOUND, 8 * columns.size()), H5Tclose, "units columns type");
+  for (size_t j = 0; j < columns.size(); ++j)
+    c.check(H5Tinsert(mem, columns[j].name.c_str(), 8 * j, column_mem_type(t, columns[j].type)), "units columns type");
+  std::vector<unsigned char> cells(8 * columns.size() * static_cast<size_t>(n));
+  c.check(H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, cells.data()), "dataset units");
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t j = 0; j < columns.size(); ++j) {
+      const unsigned char* at = cells.data() + 8 * (i * columns.size() + j);
+      UnitColumn cell{columns[j].name, columns[j].type, {}, 0, 0};
+      if (cell.type == UnitColumn::Type::Text) {
+        char* p;
+        std::memcpy(&p, at, sizeof p);
+        cell.text = take(p);
+      } else if (cell.type == UnitColumn::Type::Integer) {
+        std::memcpy(&cell.integer, at, 8);
+      } else {
+        std::memcpy(&cell.real, at, 8);
+      }
+      if (!is_missing_cell(cell)) out[i].push_back(std::move(cell));
+    }
+  H5Dvlen_reclaim(mem, space, H5P_DEFAULT, cells.data());
+  return out;
+}
+
 }  // namespace
 
 void write_study_h5(const std::string& path, const StudyMeta& meta, std::vector<UnitResult> results) {
@@ -410,7 +498,9 @@ void write_study_h5(const std::string& path, const StudyMeta& meta, std::vector<
   fsync_path(dir_of(path), true);
 }
 
-StudyFile read_study_h5(const std::string& path) {
+namespace {
+
+StudyFile read_study_file(const std::string& path) {
   Context c{path};
   QuietErrors quiet;
   struct stat st;
@@ -424,9 +514,13 @@ StudyFile read_study_h5(const std::string& path) {
   if (H5Aexists(file, "format") <= 0 || read_string_attr(c, file, "format", t.str) != kFormat)
     throw InputError({path, 0, 0}, "", "not a mapfuse study file (no format = \"mapfuse-study\" attribute)");
   const int64_t version = read_int_attr(c, file, "schema_version");
-  if (version != kSchemaVersion)
-    throw InputError({path, 0, 0}, "", "study file schema version " + std::to_string(version) +
-                                           " is not supported (expected " + std::to_string(kSchemaVersion) + ")");
+  if (version > kSchemaVersion)
+    throw InputError({path, 0, 0}, "", "written by a newer mapfuse: study file schema version " + std::to_string(version) +
+                                           ", this mapfuse reads versions " + std::to_string(kOldestSchemaVersion) + " to " +
+                                           std::to_string(kSchemaVersion) + "; read it with a newer mapfuse");
+  if (version < kOldestSchemaVersion)
+    throw InputError({path, 0, 0}, "", "study file schema version " + std::to_string(version) + " is not supported (this mapfuse reads " +
+                                           std::to_string(kOldestSchemaVersion) + " to " + std::to_string(kSchemaVersion) + ")");
 
   StudyFile out;
   {
@@ -463,13 +557,17 @@ StudyFile read_study_h5(const std::string& path) {
       trace.assign(dims[0] * 3, 0.0);
       if (dims[0] > 0) c.check(H5Dread(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, trace.data()), "dataset trace");
     }
+    std::vector<std::vector<UnitColumn>> columns = read_unit_columns(c, file, t);
+    if (columns.size() != units.size()) c.fail("dataset units");
     auto in_range = [](uint64_t off, uint64_t count, std::size_t size) { return off <= size && count <= size - off; };
     out.results.reserve(units.size());
-    for (const UnitRow& u : units) {
+    for (size_t ui = 0; ui < units.size(); ++ui) {
+      const UnitRow& u = units[ui];
       UnitResult r;
       r.unit_id = take(u.id);
       r.kind = take(u.kind);
       r.label = take(u.label);
+      r.columns = std::move(columns[ui]);
       r.status = u.status == 0 ? UnitResult::Status::Done : UnitResult::Status::Failed;
       r.message = take(u.message);
       r.rank = u.rank;
@@ -505,6 +603,22 @@ StudyFile read_study_h5(const std::string& path) {
   // A run refuses to mix producers, so the file's version/fingerprint is every result's.
   for (UnitResult& r : out.results) r.producer = out.meta.mapfuse_version;
   return out;
+}
+
+}  // namespace
+
+StudyFile read_study_h5(const std::string& path) {
+  try {
+    return read_study_file(path);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    // HDF5 cannot read it: a file cut short (copied while written, a full disk) or damaged.
+    std::string why = e.what();
+    const std::string prefix = "HDF5 file '" + path + "': ";
+    if (why.starts_with(prefix)) why = why.substr(prefix.size());
+    throw InputError({path, 0, 0}, "", "cannot read the study file, half-written or damaged (" + why + ")");
+  }
 }
 
 }  // namespace mapfuse

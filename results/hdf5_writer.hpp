@@ -2,13 +2,14 @@
 // The study's HDF5 file: one per study, written by rank 0 only, always rebuilt from the journal.
 // Schema (groups, datasets, attributes, types, units): docs/results.md.
 //
-// Layout in short (schema_version 1):
-//   /                 attributes: format = "mapfuse-study", schema_version = 1
+// Layout in short (schema_version 2):
+//   /                 attributes: format = "mapfuse-study", schema_version = 2
 //   /study            group; attributes name, study_id, toml, mapfuse_version, start_time,
 //                     end_time (ISO 8601 UTC), ranks, threads, unit_count, failed_count;
 //                     a slice's partial file (run --slice i/n) also slice_index, slice_count
 //   /units            compound table, one row per unit, sorted by unit id; the *_offset/*_count
-//                     columns index the ragged tables below
+//                     columns index the ragged tables below; then the parameter columns
+//                     (UnitResult::columns: workload, einsum, arch, method, seed, objective, ...)
 //   /levels           compound (name, energy_pj, cycles), per-unit runs, outermost level first
 //   /trace            float64 N x 3 (seconds, evaluations, best)
 //   /pareto           compound (energy_pj, cycles, mapping)
@@ -54,8 +55,9 @@ struct StudyFile {
 // (an older complete file there stays untouched) and the temporary file is removed.
 void write_study_h5(const std::string& path, const StudyMeta& meta, std::vector<UnitResult> results);
 
-// Reads a study file back. Throws InputError when the file is missing, not HDF5, or not a mapfuse
-// study file (naming the path), std::runtime_error on a damaged file.
+// Reads a study file back (schema versions 1 and 2; a version-1 file has no parameter columns).
+// Throws InputError naming the path when the file is missing, not HDF5, not a mapfuse study file,
+// of a newer schema version, or cut short / damaged.
 StudyFile read_study_h5(const std::string& path);
 
 }  // namespace mapfuse

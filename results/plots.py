@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Plots of a mapfuse study file (docs/results.md), written as PNG files.
 
-usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv]
+usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv|-] [LAYER_ORDER.csv]
 
 - energy_by_level_<arch>.png: per-layer energy split by memory level (best seed per layer);
 - edp_by_layer.png: per-layer EDP of every architecture (log scale);
@@ -15,6 +15,8 @@ usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv]
   axes, one panel per value of the third axis, the best over any further axes; the per-architecture
   plots above are then drawn only for architectures outside sweeps and for each network's best point.
 A unit labelled "<workload>/{a,b,c} @ <arch>" stands for the identical layers a, b and c.
+Layers appear in network order: that of LAYER_ORDER.csv (workload,layer rows, written by
+`mapfuse report`), else the units' einsum_index column (schema 2), else first appearance.
 Run with Debian's /usr/bin/python3 (python3-h5py, python3-matplotlib). Prints the files written.
 """
 import csv
@@ -42,6 +44,15 @@ def layers_of(label_layer):
     if len(label_layer) > 2 and label_layer[0] == "{" and label_layer[-1] == "}" and "," in label_layer:
         return label_layer[1:-1].split(",")
     return [label_layer]
+
+
+def read_layer_order(path):
+    pos = {}
+    if path:
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                pos.setdefault(r["layer"], len(pos))
+    return pos
 
 
 def read_sweep(path):
@@ -201,9 +212,10 @@ def fused_plots(units, trace, outdir):
     return written
 
 
-def main(path, outdir, sweep_path=None):
+def main(path, outdir, sweep_path=None, order_path=None):
     os.makedirs(outdir, exist_ok=True)
-    sweep = read_sweep(sweep_path) if sweep_path else []
+    sweep = read_sweep(sweep_path) if sweep_path and sweep_path != "-" else []
+    position = read_layer_order(order_path)
     swept = {r["arch"] for r in sweep}
     shown = {r["arch"] for r in sweep if r["best"]}
     f = h5py.File(path, "r")
@@ -212,19 +224,23 @@ def main(path, outdir, sweep_path=None):
     trace = f["trace"][...] if "trace" in f else None
     best = {}  # (arch, layer) -> unit row with the lowest EDP among seeds
     order = []
+    index_of = {}  # layer -> (einsum_index of its unit, place in the unit's list)
     for u in units:
         if u["status"] != 0:
             continue
         m = LABEL.match(text(u["label"]))
         if not m or (m["arch"] in swept and m["arch"] not in shown):
             continue
-        for layer in layers_of(m["layer"]):
+        for k, layer in enumerate(layers_of(m["layer"])):
             key = (m["arch"], layer)
             if key not in best or u["edp"] < best[key]["edp"]:
                 best[key] = u
             if layer not in order:
                 order.append(layer)
-    order.sort()
+            if not position and "einsum_index" in units.dtype.names and layer not in index_of:
+                index_of[layer] = (u["einsum_index"], k)
+    appearance = {l: i for i, l in enumerate(order)}
+    order.sort(key=lambda l: (position.get(l, len(position)), index_of.get(l, (0, 0)), appearance[l]))
     written = []
     archs = sorted({a for a, _ in best})
     for arch in archs:
@@ -296,6 +312,6 @@ def main(path, outdir, sweep_path=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4):
+    if len(sys.argv) not in (3, 4, 5):
         sys.exit(__doc__)
     main(*sys.argv[1:])

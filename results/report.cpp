@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -139,6 +140,82 @@ std::vector<NetworkTotal> network_totals(const StudyFile& s) {
 
 namespace {
 
+std::string column_text(const UnitResult& r, const char* name) {
+  const UnitColumn* c = find_column(r.columns, name);
+  return c && c->type == UnitColumn::Type::Text ? c->text : std::string();
+}
+
+// Methods in the headline: the layer mapper first, then the others from layer-wise to fused.
+int method_rank(const std::string& m) {
+  static const char* const order[] = {"exhaustive", "random", "dosa", "bo", "ga", "fadiff", "ffm_random", "ffm_sa", "ffm_ga", "ffm"};
+  for (int i = 0; i < static_cast<int>(std::size(order)); ++i)
+    if (m == order[i]) return i;
+  return static_cast<int>(std::size(order));
+}
+
+}  // namespace
+
+std::vector<HeadlineRow> headline_table(const StudyFile& s) {
+  // (workload, arch, method) -> best run
+  std::map<std::tuple<std::string, std::string, std::string>, HeadlineRow> best;
+  std::set<std::tuple<std::string, std::string, std::string>> layerwise;
+  auto offer = [&](HeadlineRow row) {
+    HeadlineRow& b = best[{row.workload, row.arch, row.method}];
+    const int runs = b.runs + 1;
+    if (b.runs == 0 || row.edp < b.edp) b = std::move(row);
+    b.runs = runs;
+  };
+  // Layer by layer: one network total per (workload, arch, seed); its method from the units.
+  std::map<std::string, std::string> layer_method;  // workload|arch -> method
+  for (const UnitResult& r : s.results)
+    if (r.kind == "map_layer") {
+      LayerLabel l;
+      if (!parse_layer_label(r.label, l)) continue;
+      const std::string m = column_text(r, "method");
+      layer_method[l.workload + "|" + l.arch] = m.empty() ? "layer mapper" : m;
+    }
+  // A network total counts only when every layer mapped (the most layers of its workload).
+  const std::vector<NetworkTotal> totals = network_totals(s);
+  std::map<std::string, int> most;
+  for (const NetworkTotal& t : totals) most[t.workload] = std::max(most[t.workload], t.layers);
+  for (const NetworkTotal& t : totals) {
+    if (t.layers < most[t.workload]) continue;
+    const std::string m = layer_method[t.workload + "|" + t.arch];
+    layerwise.insert({t.workload, t.arch, m});
+    offer({t.workload, t.arch, m, 0, t.energy_pj, t.cycles, t.edp(), 0, "none (layer by layer)"});
+  }
+  static const std::regex join_label(R"(^(\S+) @ (\S+) ffm$)");
+  for (const UnitResult& r : s.results) {
+    if (r.status != UnitResult::Status::Done || !(r.edp > 0)) continue;
+    HeadlineRow row;
+    NetworkLabel l;
+    std::smatch m;
+    if ((r.kind == "optimize_network" || r.kind == "ffm_baseline") && parse_network_label(r.label, l))
+      row = {l.workload, l.arch, l.method};
+    else if (r.kind == "ffm_join" && std::regex_match(r.label, m, join_label))
+      row = {m[1].str(), m[2].str(), "ffm"};
+    else
+      continue;
+    row.energy_pj = r.energy_pj;
+    row.cycles = r.cycles;
+    row.edp = r.edp;
+    row.fused_groups = column_text(r, "fused_groups");
+    offer(std::move(row));
+  }
+  std::vector<HeadlineRow> out;
+  for (auto& [key, row] : best) {
+    for (const auto& [w, a, m] : layerwise)
+      if (w == row.workload && a == row.arch) row.edp_vs_layerwise = row.edp / best.at({w, a, m}).edp;
+    out.push_back(row);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const HeadlineRow& a, const HeadlineRow& b) {
+    return std::tuple(a.workload, a.arch, method_rank(a.method), a.method) < std::tuple(b.workload, b.arch, method_rank(b.method), b.method);
+  });
+  return out;
+}
+
+namespace {
+
 std::string csv_field(const std::string& v) {
   if (v.find_first_of(",\"\n") == std::string::npos) return v;
   std::string out = "\"";
@@ -198,9 +275,28 @@ std::string sweep_csv(const StudyFile& s, const std::vector<SweepPointInfo>& swe
   return out;
 }
 
-std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep) {
-  std::string out = fmt::format("# Study {}\n\n{} units; mapfuse {}; {} rank(s); {} to {}\n\n", s.meta.name, s.results.size(),
-                                s.meta.mapfuse_version, s.meta.ranks, s.meta.start_time, s.meta.end_time);
+std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep, const ReportOptions& options) {
+  size_t failed = 0;
+  for (const UnitResult& r : s.results) failed += r.status != UnitResult::Status::Done;
+  std::string out = fmt::format("# Study {}\n\n{} units ({} failed); mapfuse {}; {} rank(s); {} to {}\n\n", s.meta.name,
+                                s.results.size(), failed, s.meta.mapfuse_version, s.meta.ranks, s.meta.start_time, s.meta.end_time);
+  const auto headline = headline_table(s);
+  if (!headline.empty()) {
+    out += "## Headline: best run per network, architecture and method (lowest network EDP over seeds)\n\n"
+           "| workload | architecture | method | runs | energy_pj | cycles | EDP | EDP vs layer by layer | fused groups |\n"
+           "|---|---|---|---|---|---|---|---|---|\n";
+    for (const HeadlineRow& r : headline)
+      out += fmt::format("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:.4g} | {} | {} |\n", r.workload, r.arch, r.method, r.runs,
+                         r.energy_pj, r.cycles, r.edp,
+                         r.edp_vs_layerwise > 0 ? fmt::format("{:.3f}x", r.edp_vs_layerwise) : std::string("-"),
+                         r.fused_groups.empty() ? "-" : r.fused_groups);
+    const bool layerwise = std::any_of(headline.begin(), headline.end(), [](const HeadlineRow& r) { return r.edp_vs_layerwise > 0; });
+    if (layerwise && headline.size() > 1)
+      out += "\nLayer by layer sums the MAC layers it maps, one after another; FFM prices every Einsum of the network "
+             "(additions and pooling too) and FADiff the layers it models, so their ratios also count what only they price.\n";
+    out += "\n";
+  }
+  if (!options.csv_hint.empty()) out += options.csv_hint + "\n\n";
   const auto groups = sweep_rows(s, sweep);
   if (!groups.empty()) {
     out += "## Best architecture point per network (lowest network EDP)\n\n"
@@ -247,10 +343,30 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
                          t.layers, t.energy_pj, t.cycles, t.edp());
     out += "\n";
   }
+  if (!options.units) return out;
   out += "## Units\n\n| unit | status | energy_pj | cycles | EDP | rank | seconds |\n|---|---|---|---|---|---|---|\n";
+  // Grouped by kind, workload and architecture, layers in network order.
+  auto position = [&](const UnitResult& r) -> size_t {
+    LayerLabel l;
+    if (!parse_layer_label(r.label, l)) return 0;
+    for (const auto& [w, names] : options.layer_order)
+      if (w == l.workload) {
+        const auto it = std::find(names.begin(), names.end(), l.layers.front());
+        return static_cast<size_t>(it - names.begin());
+      }
+    return 0;
+  };
+  auto key = [&](const UnitResult* r) {
+    LayerLabel l;
+    NetworkLabel n;
+    std::string workload, arch;
+    if (parse_layer_label(r->label, l)) workload = l.workload, arch = l.arch;
+    else if (parse_network_label(r->label, n)) workload = n.workload, arch = n.arch;
+    return std::tuple(r->kind, workload, arch, position(*r), r->label);
+  };
   std::vector<const UnitResult*> rows;
   for (const auto& r : s.results) rows.push_back(&r);
-  std::sort(rows.begin(), rows.end(), [](auto* a, auto* b) { return a->label < b->label; });
+  std::sort(rows.begin(), rows.end(), [&](auto* a, auto* b) { return key(a) < key(b); });
   for (const UnitResult* r : rows)
     out += r->status == UnitResult::Status::Done
                ? fmt::format("| {} | done | {:.6g} | {:.6g} | {:.6g} | {} | {:.3f} |\n", r->label, r->energy_pj, r->cycles, r->edp,
@@ -260,15 +376,29 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
 }
 
 std::string report_csv(const StudyFile& s) {
-  std::string out = "id,kind,label,status,message,rank,wall_seconds,energy_pj,cycles,edp,best_mapping\n";
-  for (const UnitResult& r : s.results)
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", r.unit_id, r.kind, csv_field(r.label),
-                       r.status == UnitResult::Status::Done ? "done" : "failed", csv_field(r.message), r.rank, r.wall_seconds,
-                       r.energy_pj, r.cycles, r.edp, csv_field(r.best_mapping));
+  // The parameter columns as in the HDF5 file's /units; a cell a unit does not give is empty.
+  const std::vector<UnitColumn> columns = table_columns(s.results);
+  std::string out = "id,kind,label";
+  for (const UnitColumn& c : columns) out += "," + csv_field(c.name);
+  out += ",status,message,rank,wall_seconds,energy_pj,cycles,edp,best_mapping\n";
+  for (const UnitResult& r : s.results) {
+    out += fmt::format("{},{},{}", r.unit_id, r.kind, csv_field(r.label));
+    for (const UnitColumn& spec : columns) {
+      const UnitColumn* c = find_column(r.columns, spec.name);
+      out += ",";
+      if (!c || is_missing_cell(*c)) continue;
+      out += c->type == UnitColumn::Type::Text      ? csv_field(c->text)
+             : c->type == UnitColumn::Type::Integer ? std::to_string(c->integer)
+                                                    : fmt::format("{}", c->real);
+    }
+    out += fmt::format(",{},{},{},{},{},{},{},{}\n", r.status == UnitResult::Status::Done ? "done" : "failed", csv_field(r.message),
+                       r.rank, r.wall_seconds, r.energy_pj, r.cycles, r.edp, csv_field(r.best_mapping));
+  }
   return out;
 }
 
-std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text) {
+std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text,
+                                     const LayerOrder& layer_order) {
   const auto scripts = embedded_report_scripts();
   if (scripts.empty()) throw std::runtime_error("the plotting script is not compiled in");
   std::filesystem::create_directories(dir);
@@ -279,13 +409,21 @@ std::vector<std::string> write_plots(const std::string& h5_path, const std::stri
     sweep_file = (std::filesystem::path(dir) / "sweep_networks.csv").string();
     std::ofstream(sweep_file) << sweep_csv_text;
   }
+  const std::string order_file = (std::filesystem::path(dir) / "layer_order.csv").string();
+  if (!layer_order.empty()) {
+    std::ofstream o(order_file);
+    o << "workload,layer\n";
+    for (const auto& [w, names] : layer_order)
+      for (const std::string& n : names) o << csv_field(w) << "," << csv_field(n) << "\n";
+  }
   auto quote = [](const std::string& s) {
     std::string q = "'";
     for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return q + "'";
   };
   const std::string cmd = "/usr/bin/python3 " + quote(script) + " " + quote(h5_path) + " " + quote(dir) +
-                          (sweep_file.empty() ? "" : " " + quote(sweep_file)) + " 2>&1";
+                          " " + quote(sweep_file.empty() ? "-" : sweep_file) +
+                          (layer_order.empty() ? "" : " " + quote(order_file)) + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) throw std::runtime_error("cannot run /usr/bin/python3");
   std::string output;

@@ -70,15 +70,42 @@ struct FusedMapperRow {
 };
 std::vector<FusedMapperRow> fused_mapper_table(const StudyFile& s);
 
-// Per-unit table and, for map_layer units, network totals; for sweeps also the best point per
-// network (lowest network EDP).
-std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep = {});
+// The headline: per (workload, architecture) and method, the run with the lowest network EDP
+// (over seeds): its energy, latency and EDP, its EDP relative to the layer-by-layer mapper's
+// (each layer mapped alone, network totals summed; when the study has one) and the fusion groups
+// it chose. Methods: the layer mapper (map_layer units), network optimizers (optimize_network),
+// FFM (ffm_join) and its baselines (ffm_baseline); failed or incomplete runs are left out.
+struct HeadlineRow {
+  std::string workload, arch, method;
+  int runs = 0;  // seeds that finished
+  double energy_pj = 0, cycles = 0, edp = 0;
+  double edp_vs_layerwise = 0;  // edp / the layer mapper's best; 0 when there is none
+  std::string fused_groups;     // "none" when nothing is fused; "" when the unit did not say
+};
+std::vector<HeadlineRow> headline_table(const StudyFile& s);
+
+// The positions of layers in their networks (workload -> layer names in network order), for
+// tables and plots; a layer not listed goes after the listed ones.
+using LayerOrder = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
+struct ReportOptions {
+  bool units = false;     // also the table of every unit
+  LayerOrder layer_order;  // orders the unit table's layers
+  std::string csv_hint;   // how to get the full CSV (printed after the headline)
+};
+
+// The headline table, the method tables of the study's kinds, network totals of layer mappers,
+// the best point per network for sweeps (lowest network EDP), and with options.units every unit.
+std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep = {}, const ReportOptions& options = {});
 std::string report_csv(const StudyFile& s);
 
 // Writes the plots (results/plots.py under /usr/bin/python3) into `dir`; returns the files. Given
 // a sweep_csv text with rows, it is written to <dir>/sweep_networks.csv and the script also draws
 // one network-EDP heat map per sweep and network. Throws std::runtime_error with the script's
 // output when plotting fails.
-std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text = {});
+// With a layer order, it is written to <dir>/layer_order.csv (workload,layer per row, in network
+// order) and the per-layer plots follow it.
+std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text = {},
+                                     const LayerOrder& layer_order = {});
 
 }  // namespace mapfuse

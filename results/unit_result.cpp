@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 #include <cmath>
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
@@ -42,11 +44,49 @@ std::vector<double> get_nums(const nlohmann::json& j) {
 
 }  // namespace
 
+// The fields of /units that are not parameter columns.
+bool is_fixed_unit_field(const std::string& name) {
+  static const char* const fixed[] = {"id",           "kind",         "label",        "status",      "message",
+                                      "rank",         "wall_seconds", "energy_pj",    "cycles",      "edp",
+                                      "best_mapping", "level_offset", "level_count",  "trace_offset", "trace_count",
+                                      "pareto_offset", "pareto_count"};
+  return std::find(std::begin(fixed), std::end(fixed), name) != std::end(fixed);
+}
+
+std::vector<UnitColumn> table_columns(const std::vector<UnitResult>& results) {
+  using T = UnitColumn::Type;
+  auto spec = [](const char* name, T type) { return UnitColumn{name, type, {}, -1, std::numeric_limits<double>::quiet_NaN()}; };
+  std::vector<UnitColumn> out = {spec("workload", T::Text), spec("einsum", T::Text), spec("arch", T::Text),
+                                 spec("method", T::Text),   spec("seed", T::Integer), spec("objective", T::Text)};
+  for (const UnitResult& r : results)
+    for (const UnitColumn& c : r.columns) {
+      if (is_fixed_unit_field(c.name))
+        throw std::invalid_argument("unit " + r.unit_id + ": parameter column '" + c.name + "' has the name of a fixed field");
+      auto it = std::find_if(out.begin(), out.end(), [&](const UnitColumn& s) { return s.name == c.name; });
+      if (it == out.end()) out.push_back(spec(c.name.c_str(), c.type));
+      else if (it->type != c.type)
+        throw std::invalid_argument("unit " + r.unit_id + ": parameter column '" + c.name + "' has another type than in other units");
+    }
+  return out;
+}
+
+bool is_missing_cell(const UnitColumn& c) {
+  return c.type == UnitColumn::Type::Text ? c.text.empty() : c.type == UnitColumn::Type::Integer ? c.integer == -1 : std::isnan(c.real);
+}
+
 std::string to_json(const UnitResult& r) {
   nlohmann::json j;
   j["unit_id"] = r.unit_id;
   j["kind"] = r.kind;
   j["label"] = r.label;
+  if (!r.columns.empty()) {
+    // [name, value] pairs in order; the value's JSON type is the column's type.
+    auto& cols = j["columns"] = nlohmann::json::array();
+    for (const UnitColumn& c : r.columns)
+      cols.push_back(c.type == UnitColumn::Type::Text      ? nlohmann::json{c.name, c.text}
+                     : c.type == UnitColumn::Type::Integer ? nlohmann::json{c.name, c.integer}
+                                                           : nlohmann::json{c.name, c.real});  // finite (null if not)
+  }
   j["status"] = r.status == UnitResult::Status::Done ? "done" : "failed";
   j["message"] = r.message;
   j["rank"] = r.rank;
@@ -75,6 +115,15 @@ UnitResult unit_result_from_json(const std::string& text) {
     r.unit_id = j.at("unit_id").get<std::string>();
     r.kind = j.at("kind").get<std::string>();
     r.label = j.at("label").get<std::string>();
+    if (j.contains("columns"))
+      for (const auto& c : j.at("columns")) {
+        std::string name = c.at(0).get<std::string>();
+        const auto& v = c.at(1);
+        if (v.is_number_integer()) r.columns.push_back(UnitColumn::of_integer(std::move(name), v.get<int64_t>()));
+        else if (v.is_number()) r.columns.push_back(UnitColumn::of_real(std::move(name), v.get<double>()));
+        else if (v.is_null()) r.columns.push_back(UnitColumn::of_real(std::move(name), std::numeric_limits<double>::quiet_NaN()));
+        else r.columns.push_back(UnitColumn::of_text(std::move(name), v.get<std::string>()));
+      }
     const std::string status = j.at("status").get<std::string>();
     if (status != "done" && status != "failed") throw std::runtime_error("status '" + status + "' is not done or failed");
     r.status = status == "done" ? UnitResult::Status::Done : UnitResult::Status::Failed;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "partitioners/work_unit.hpp"
+
 namespace mapfuse {
 
 struct UnitResult {
@@ -14,6 +16,7 @@ struct UnitResult {
   std::string unit_id;
   std::string kind;
   std::string label;
+  std::vector<UnitColumn> columns;  // the unit's parameters as table columns (WorkUnit::columns)
   Status status = Status::Done;
   std::string message;  // the failure's reason (Failed)
   int rank = 0;         // the rank that computed it
@@ -51,6 +54,16 @@ struct UnitResult {
   // HDF5 file. Empty for most units.
   std::string data;
 };
+
+// The parameter columns of a table of these results (the HDF5 /units, report --csv): the standard
+// ones (workload, einsum, arch, method, seed, objective) always, in this order, then every other
+// name in the order it first appears. Each is returned holding its missing-cell value: "" (text),
+// -1 (integer: seeds and indices are >= 0), NaN (real). Throws std::invalid_argument on a name
+// given two types or named like a fixed field (a bug of the unit kind that gave it).
+std::vector<UnitColumn> table_columns(const std::vector<UnitResult>& results);
+bool is_missing_cell(const UnitColumn& c);
+// The fields of the unit table that are not parameter columns (id, kind, label, status, ...).
+bool is_fixed_unit_field(const std::string& name);
 
 // One line of JSON (no newlines inside) and back; from_json throws std::runtime_error with the
 // reason on malformed text.

@@ -16,7 +16,7 @@ PACKAGES=(
   libarchive-dev                       # reading .csv.tar.gz datasets
   libboost-dev libeigen3-dev
   slurm-wlm munge                      # the single-node Slurm of the batch-script test
-  python3-h5py python3-matplotlib python3-numpy  # reports and h5py checks (/usr/bin/python3)
+  python3-h5py python3-matplotlib python3-numpy python3-pandas  # reports and h5py checks (/usr/bin/python3)
 )
 
 missing=()

@@ -285,3 +285,39 @@ TEST_CASE("results: non-finite metrics survive the journal and the study file") 
   CHECK(std::isnan(f.results[0].edp));
   CHECK(to_json(f.results[0]) == to_json(r));
 }
+
+TEST_CASE("results: parameter columns survive the journal and the study file; one column per name") {
+  TempDir dir;
+  std::vector<UnitResult> results = sample_results(3);
+  results[0].columns = {UnitColumn::of_text("workload", "resnet18"), UnitColumn::of_text("arch", "g_pe16"),
+                        UnitColumn::of_integer("seed", 3), UnitColumn::of_real("pe", 16)};
+  results[1].columns = {UnitColumn::of_text("workload", "vgg16"), UnitColumn::of_text("fused_groups", "a+b; c+d"),
+                        UnitColumn::of_real("pe", 0.5)};
+  // results[2] gives none: every cell of it is missing.
+  for (const UnitResult& r : results) CHECK(unit_result_from_json(to_json(r)).columns == r.columns);
+  std::sort(results.begin(), results.end(), [](const auto& a, const auto& b) { return a.unit_id < b.unit_id; });
+  const std::string path = dir / "cols.h5";
+  write_study_h5(path, sample_meta(), results);
+  const StudyFile f = read_study_h5(path);
+  // The file's columns: the standard ones always, then the others in first appearance by id.
+  std::vector<std::string> names;
+  for (const UnitColumn& c : table_columns(results)) names.push_back(c.name);
+  const size_t pe_at = std::find_if(results.begin(), results.end(), [](auto& r) { return find_column(r.columns, "pe"); }) - results.begin();
+  const size_t fg_at =
+      std::find_if(results.begin(), results.end(), [](auto& r) { return find_column(r.columns, "fused_groups"); }) - results.begin();
+  const bool pe_first = pe_at < fg_at;
+  CHECK(names == std::vector<std::string>{"workload", "einsum", "arch", "method", "seed", "objective", pe_first ? "pe" : "fused_groups",
+                                          pe_first ? "fused_groups" : "pe"});
+  REQUIRE(f.results.size() == results.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::vector<UnitColumn> want;  // what the unit gave, in the file's column order
+    for (const std::string& n : names)
+      if (const UnitColumn* c = find_column(results[i].columns, n)) want.push_back(*c);
+    CHECK(f.results[i].columns == want);
+  }
+  // A name with two types, or a fixed field's name, is refused.
+  results[2].columns = {UnitColumn::of_text("pe", "sixteen")};
+  CHECK_THROWS_AS(write_study_h5(dir / "bad.h5", sample_meta(), results), std::invalid_argument);
+  results[2].columns = {UnitColumn::of_real("edp", 1)};
+  CHECK_THROWS_AS(write_study_h5(dir / "bad.h5", sample_meta(), results), std::invalid_argument);
+}

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -340,4 +341,74 @@ TEST_CASE("report: grouped units count once per layer in network totals; best sw
         "g,net,,g_pe32,pe=32,3,0,0,3,3,9\n");
   const std::string md = report_markdown(f, sweep);
   CHECK(md.find("| g | net | - | g_pe16 | pe=16 | 4 | 28 | 220 | 6160 | 2 |") != std::string::npos);
+}
+
+TEST_CASE("study sweep: units carry their parameters as columns; one study may mix method families") {
+  const std::string text = R"(name = "cols"
+[[workload]]
+spec = "net"
+layers = ["a1", "b", "a2", "c", "a3"]
+[[architecture]]
+spec = "gemmini_default"
+name = "g"
+[architecture.sweep]
+pe = [8, 16]
+Scratchpad.size_kb = [64]
+[method]
+name = ["exhaustive", "fadiff", "ffm"]
+seeds = [7]
+)";
+  const std::vector<WorkUnit> units = partition_study(parse_study(text, "cols.toml"), &fake_layers);
+  auto text_of = [](const WorkUnit& u, const char* name) {
+    const UnitColumn* c = find_column(u.columns, name);
+    REQUIRE(c);
+    REQUIRE(c->type == UnitColumn::Type::Text);
+    return c->text;
+  };
+  auto number = [](const WorkUnit& u, const char* name) -> double {
+    const UnitColumn* c = find_column(u.columns, name);
+    if (!c) return -99;
+    return c->type == UnitColumn::Type::Real ? c->real : static_cast<double>(c->integer);
+  };
+  // 2 points x (3 exhaustive groups + 1 fadiff seed + 5 ffm generation units).
+  REQUIRE(units.size() == 2 * (3 + 1 + 5));
+  int map = 0, net = 0, gen = 0;
+  for (const WorkUnit& u : units) {
+    CHECK(text_of(u, "workload") == "net");
+    const bool pe8 = u.label.find("g_pe8_") != std::string::npos;
+    CHECK(text_of(u, "arch").starts_with(pe8 ? "g_pe8_" : "g_pe16_"));
+    CHECK(number(u, "pe") == (pe8 ? 8 : 16));
+    CHECK(number(u, "Scratchpad.size_kb") == 64);
+    if (u.kind == "map_layer") {
+      ++map;
+      CHECK(text_of(u, "method") == "exhaustive");
+      CHECK(number(u, "seed") == -99);  // exhaustive has no seed
+      if (u.label.starts_with("net/{a1,a2,a3}")) {
+        CHECK(text_of(u, "einsum") == "a1,a2,a3");
+        CHECK(number(u, "einsum_count") == 3);
+        CHECK(number(u, "einsum_index") == 0);
+      } else if (u.label.starts_with("net/c ")) {
+        CHECK(number(u, "einsum_index") == 3);  // network position, not the group's
+      }
+    } else if (u.kind == "optimize_network") {
+      ++net;
+      CHECK(text_of(u, "method") == "fadiff");
+      CHECK(text_of(u, "einsum").empty());
+      CHECK(number(u, "seed") == 7);
+    } else if (u.kind == "ffm_pmappings") {
+      ++gen;
+      CHECK(text_of(u, "method") == "ffm");
+      CHECK(text_of(u, "einsum") == std::vector<std::string>{"a1", "b", "a2", "c", "a3"}[static_cast<size_t>(number(u, "einsum_index"))]);
+    }
+  }
+  CHECK(map == 6);
+  CHECK(net == 2);
+  CHECK(gen == 10);
+  // Alone, each family's units (and ids) are the same as in the mixed study.
+  const auto alone = partition_study(parse_study(replace(text, R"(["exhaustive", "fadiff", "ffm"])", R"("fadiff")"), "cols.toml"),
+                                     &fake_layers);
+  REQUIRE(alone.size() == 2);
+  CHECK(std::count_if(units.begin(), units.end(), [&](const WorkUnit& u) { return u.id == alone[0].id; }) == 1);
+  CHECK_THROWS_AS(parse_study(replace(text, R"(["exhaustive", "fadiff", "ffm"])", R"(["exhaustive", "random"])"), "cols.toml"),
+                  InputError);
 }
