@@ -178,7 +178,8 @@ TEST_CASE("get.report: tables with mean and spread over seeds, the true optimum 
       {{"nodes", 100}, {"fuseable_nodes", 91}, {"dram_mb", 9.0}, {"mbu_kb", 120}, {"rectify_rate", nan}});
   add("get mobilenet_v2 lbdf 128KB ls+dp b2000 seed 1", {{"dram_mb", 7.774}, {"mbu_kb", 110}, {"rectify_rate", 1.0}});
   add("get mobilenet_v2 lbdf 128KB ls+dp b2000 seed 2", {{"dram_mb", 7.774}, {"mbu_kb", 110}, {"rectify_rate", 0.5}});
-  add("get mobilenet_v2 lbdf 128KB exact", {{"dram_mb", 7.774}, {"mbu_kb", 111}, {"optimal", 1}});
+  add("get mobilenet_v2 lbdf 128KB exact",
+      {{"nodes", 100}, {"fuseable_nodes", 91}, {"dram_mb", 7.774}, {"mbu_kb", 111}, {"optimal", 1}});
   add("get mobilenet_v2 lbdf 128KB sample b100 seed 1", {{"valid_share", 0.25}});
   add("get mobilenet_v2 lbdf 128KB sample b100 seed 2", {{"valid_share", 0.35}});
   add("get mobilenet_v2 lbdf 256KB sample b100 seed 1", {{"valid_share", 0.5}});
