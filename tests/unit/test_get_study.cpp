@@ -38,20 +38,10 @@ searches = ["exact"]
 
 std::vector<StudyLayer> no_layers(const StudyWorkload&) { return {}; }
 
-InputError parse_error(const std::string& text) {
-  try {
-    parse_study(text, "g.toml");
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("expected an InputError");
-  return InputError("unreachable");
-}
+InputError parse_error(const std::string& text) { return test::study_error(text, "g.toml"); }
 
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const size_t at = s.find(from);
-  REQUIRE(at != std::string::npos);
-  return s.replace(at, from.size(), to);
+std::string replace(const std::string& s, const std::string& from, const std::string& to) {
+  return test::replace_once(s, from, to);
 }
 
 // A chain of n nodes whose group needs 10 bytes per node (no weights, always supported).
