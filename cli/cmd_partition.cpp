@@ -5,37 +5,14 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/study_units.hpp"
 #include "engine/common/error.hpp"
-#include "engine/search/get/exact.hpp"
-#include "engine/search/get/network.hpp"
-#include "engine/search/get/search.hpp"
+#include "engine/search/get/partition.hpp"
 
 namespace mapfuse::cli {
-namespace {
-
-// A path, or a network name from the GET data set ($MAPFUSE_SHARED_DATA/get/onnx/<name>.onnx).
-std::string resolve_network(const std::string& w) {
-  namespace fs = std::filesystem;
-  if (fs::is_regular_file(w)) return w;
-  std::vector<std::string> names;
-  if (const char* shared = std::getenv("MAPFUSE_SHARED_DATA")) {
-    const fs::path dir = fs::path(shared) / "get" / "onnx";
-    if (fs::is_regular_file(dir / (w + ".onnx"))) return (dir / (w + ".onnx")).string();
-    if (fs::is_directory(dir))
-      for (const auto& e : fs::directory_iterator(dir))
-        if (e.path().extension() == ".onnx") names.push_back(e.path().stem().string());
-  }
-  throw InputError({}, "--workload",
-                   "'" + w + "' is neither an ONNX file nor a network of $MAPFUSE_SHARED_DATA/get/onnx" +
-                       did_you_mean(w, names));
-}
-
-}  // namespace
 
 Command add_partition_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("partition",
@@ -54,7 +31,10 @@ Command add_partition_command(CLI::App& app) {
   cmd->add_option("--workload", o->workload, "ONNX file, or a network name of shared/data/get/onnx")->required();
   cmd->add_option("--scheme", o->scheme, "lbdf or brr")->capture_default_str();
   cmd->add_option("--buffer-kb", o->buffer_kb, "on-chip buffer β in KB (1 KB = 1024 B)")->capture_default_str();
-  cmd->add_option("--search", o->search, "rs, ls, nsga2 or exact (the true optimum)")->capture_default_str();
+  cmd->add_option("--search", o->search,
+                  "rs, ls, nsga2, exact (the true optimum) or sample (share of valid groups among --budget random "
+                  "plans' groups, [P] Fig. 3)")
+      ->capture_default_str();
   cmd->add_option("--split", o->split,
                   "repair of invalid groups: random (baseline) or Algorithm 1 with the cut, occlusion or dp explainer")
       ->capture_default_str();
@@ -76,62 +56,49 @@ Command add_partition_command(CLI::App& app) {
                 "exact: prune groups once F_β reaches β as if F_β never fell when nodes are added (no proof)");
   cmd->add_flag("--json", o->json, "print the result as JSON");
   return {cmd, [o]() {
-            const FusionScheme scheme = fusion_scheme_from_string(o->scheme);
-            const bool exact = o->search == "exact";
-            const get::SearchKind kind = exact ? get::SearchKind::Random : get::search_kind_from_string(o->search);
-            const get::SplitKind split = get::split_kind_from_string(o->split);
-            if (!(o->buffer_kb > 0)) throw InputError({}, "--buffer-kb", "the buffer size must be positive");
-            if (o->budget < 1) throw InputError({}, "--budget", "the plan budget must be at least 1");
-            if (o->population < 1) throw InputError({}, "--population", "the population must be at least 1");
-            if (o->bytes_per_element < 1) throw InputError({}, "--bytes-per-element", "must be at least 1");
-            GroupModelOptions mopt;
-            mopt.bytes_per_element = o->bytes_per_element;
-            if (o->line_buffer == "rows-plus-window")
-              mopt.line_buffer = LineBufferForm::RowsPlusWindow;
-            else if (o->line_buffer != "full-rows")
-              throw InputError({}, "--line-buffer",
-                               "unknown line buffer '" + o->line_buffer + "'; expected full-rows or rows-plus-window" +
-                                   did_you_mean(o->line_buffer, {"full-rows", "rows-plus-window"}));
-            const OpGraph graph = load_op_graph(resolve_network(o->workload));
-            const auto beta = static_cast<int64_t>(o->buffer_kb * static_cast<double>(mopt.kb));
-            const auto t0 = std::chrono::steady_clock::now();
-            const get::NetworkProblem np = get::make_network_problem(graph, scheme, beta, mopt);
-            const get::Problem& p = np.problem;
-
-            get::Plan best;
+            get::PartitionSpec spec;
+            spec.scheme = fusion_scheme_from_string(o->scheme);
+            spec.mode = get::partition_mode_from_string(o->search);
+            spec.split = get::split_kind_from_string(o->split);
+            spec.buffer_kb = o->buffer_kb;
+            spec.budget = o->budget;
+            spec.seed = o->seed;
+            spec.population = o->population;
+            spec.max_depth = o->max_depth;
+            spec.max_category3 = o->max_category3;
+            spec.occlusion_fraction = o->occlusion_fraction;
+            spec.time_limit_s = o->time_limit;
+            spec.assume_monotone = o->assume_monotone;
+            spec.model.bytes_per_element = o->bytes_per_element;
+            spec.model.line_buffer = line_buffer_form_from_string(o->line_buffer);
+            get::check_partition_spec(spec);
+            const OpGraph graph = load_op_graph(resolve_get_network(o->workload));
+            const get::PartitionOutcome r = get::partition_network(graph, spec);
+            const GroupModelOptions& mopt = spec.model;
+            const bool exact = spec.mode == get::PartitionMode::Exact, sample = spec.mode == get::PartitionMode::Sample;
+            const get::Plan& best = r.best;
+            const int64_t plans = r.plans;
+            const double seconds = r.seconds;
             nlohmann::json j;
-            int64_t plans = 0;
             std::string rectify_text = "n/a (random split)";
             if (exact) {
-              get::Evaluator ev(p);
-              get::ExactOptions eo;
-              eo.time_limit_s = o->time_limit;
-              eo.assume_monotone = o->assume_monotone;
-              const get::ExactResult r = get::exact_optimum(p, ev, eo);
-              if (r.plan.groups.empty())
-                throw InputError({}, "--time-limit", "the exact search stopped before any valid plan was known");
-              best = r.plan;
-              j["optimal"] = r.optimal;
-              j["lower_bound_mb"] = r.lower_bound / static_cast<double>(mopt.kb * mopt.kb);
-              j["gap"] = r.gap;
-              j["states"] = r.states;
-              j["groups_enumerated"] = r.groups;
-              j["assumed_monotone"] = r.assumed_monotone;
-              j["interval_dp_mb"] = r.interval_dram >= 0 ? nlohmann::json(r.interval_dram / static_cast<double>(mopt.kb * mopt.kb)) : nlohmann::json();
+              j["optimal"] = r.exact.optimal;
+              j["lower_bound_mb"] = r.exact.lower_bound / static_cast<double>(mopt.kb * mopt.kb);
+              j["gap"] = r.exact.gap;
+              j["states"] = r.exact.states;
+              j["groups_enumerated"] = r.exact.groups;
+              j["assumed_monotone"] = r.exact.assumed_monotone;
+              j["interval_dp_mb"] = r.exact.interval_dram >= 0
+                                        ? nlohmann::json(r.exact.interval_dram / static_cast<double>(mopt.kb * mopt.kb))
+                                        : nlohmann::json();
+              j["rectify_rate"] = nullptr;
+            } else if (sample) {
+              j["sampled_groups"] = r.sample.groups;
+              j["valid_groups"] = r.sample.valid;
+              j["valid_share"] = r.sample.share();
               j["rectify_rate"] = nullptr;
             } else {
-              get::SearchOptions so;
-              so.budget = o->budget;
-              so.seed = o->seed;
-              so.population = o->population;
-              so.split.max_depth = o->max_depth;
-              so.split.max_category3 = o->max_category3;
-              const auto explainer = get::make_explainer(split, o->occlusion_fraction);
-              const get::SearchResult r = get::run_search(p, kind, explainer.get(), so);
-              best = r.best;
-              plans = r.plans;
-              // null for the random baseline, and when no group needed repair (0 of 0).
-              const bool rated = r.rectify_defined && r.rectify.distinct > 0;
+              const bool rated = r.rectify_rated();
               j["rectify_rate"] = rated ? nlohmann::json(r.rectify.rate()) : nlohmann::json();
               j["rectify_rate_calls"] = rated ? nlohmann::json(r.rectify.call_rate()) : nlohmann::json();
               j["invalid_groups"] = r.rectify.distinct;
@@ -148,21 +115,20 @@ Command add_partition_command(CLI::App& app) {
                                            100 * r.rectify.rate(), r.rectify.distinct, 100 * r.rectify.call_rate(),
                                            r.rectify.calls);
             }
-            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const double mb = static_cast<double>(mopt.kb * mopt.kb), kb = static_cast<double>(mopt.kb);
             if (o->json) {
               j["workload"] = graph.name;
-              j["scheme"] = std::string(to_string(scheme));
+              j["scheme"] = std::string(to_string(spec.scheme));
               j["buffer_kb"] = o->buffer_kb;
               j["search"] = o->search;
-              j["split"] = exact ? std::string("none") : std::string(get::to_string(split));
+              j["split"] = exact || sample ? std::string("none") : std::string(get::to_string(spec.split));
               j["seed"] = o->seed;
               j["budget"] = o->budget;
               j["dram_mb"] = best.dram / mb;
               j["mbu_kb"] = best.mbu / kb;
               j["plans"] = plans;
               j["nodes"] = graph.size();
-              j["fuseable_nodes"] = p.fuseable_count;
+              j["fuseable_nodes"] = r.fuseable;
               j["seconds"] = seconds;
               j["groups"] = nlohmann::json::array();
               for (const get::Group& g : best.groups) {
@@ -173,15 +139,20 @@ Command add_partition_command(CLI::App& app) {
               std::cout << j.dump(2) << "\n";
               return 0;
             }
-            fmt::print("{}: {} operators, {} fuseable under {} at {} KB\n", graph.name, graph.size(), p.fuseable_count,
-                       to_string(scheme), o->buffer_kb);
+            fmt::print("{}: {} operators, {} fuseable under {} at {} KB\n", graph.name, graph.size(), r.fuseable,
+                       to_string(spec.scheme), o->buffer_kb);
+            if (sample) {
+              fmt::print("  sample: {} of {} groups of >= 2 operators valid ({:.1f} %) in {} random plans, {:.2f} s\n",
+                         r.sample.valid, r.sample.groups, 100 * r.sample.share(), plans, seconds);
+              return 0;
+            }
             if (exact)
               fmt::print("  exact: DRAM {:.3f} MB ({}; lower bound {:.3f} MB, gap {:.2f} %)\n", best.dram / mb,
                          j["optimal"].get<bool>() ? "optimal" : "stopped by the time limit",
                          j["lower_bound_mb"].get<double>(), 100 * j["gap"].get<double>());
             else
               fmt::print("  {} + {} split: DRAM {:.3f} MB after {} plans; rectify rate {}\n", o->search,
-                         get::to_string(split), best.dram / mb, plans, rectify_text);
+                         get::to_string(spec.split), best.dram / mb, plans, rectify_text);
             fmt::print("  MBU {:.3f} KB, {} groups, {:.2f} s\n", best.mbu / kb, best.groups.size(), seconds);
             for (const get::Group& g : best.groups) {
               std::string names;

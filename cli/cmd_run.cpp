@@ -170,12 +170,19 @@ Command add_run_command(CLI::App& app) {
             for (const auto& r : results) failed += r.status == UnitResult::Status::Failed;
             fmt::print("{}: {} units ({} computed now, {} failed) -> {}\n", what, results.size(), report.done + report.failed,
                        failed, output);
-            fmt::print("| unit | energy_pj | cycles | EDP |\n|---|---|---|---|\n");
+            const bool get_study = !study.get.empty();
+            if (get_study)
+              fmt::print("| unit | DRAM MB (sample: valid share) | MBU KB | plans |\n|---|---|---|---|\n");
+            else
+              fmt::print("| unit | energy_pj | cycles | EDP |\n|---|---|---|---|\n");
             std::vector<const UnitResult*> sorted;
             for (const auto& r : results) sorted.push_back(&r);
             std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->label < b->label; });
             for (const UnitResult* r : sorted)
-              if (r->status == UnitResult::Status::Done)
+              if (r->status == UnitResult::Status::Done && get_study)
+                fmt::print("| {} | {:.6g} | {:.6g} | {:.0f} |\n", r->label, r->metric("dram_mb", r->metric("valid_share", 0)),
+                           r->metric("mbu_kb", 0), r->metric("plans", 0));
+              else if (r->status == UnitResult::Status::Done)
                 fmt::print("| {} | {:.6g} | {:.6g} | {:.6g} |\n", r->label, r->energy_pj, r->cycles, r->edp);
               else
                 fmt::print("| {} | failed: {} | | |\n", r->label, r->message);

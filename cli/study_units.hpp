@@ -37,6 +37,19 @@ UnitResult run_optimize_network(const WorkUnit& unit);
 UnitResult run_ffm_pmappings(const WorkUnit& unit);
 UnitResult run_ffm_baseline(const WorkUnit& unit);
 
+// Computes one "get_partition" unit (GET-fusion, docs/get_search.md): a search, the exact optimum or
+// the sampling of random groups on one network. Metrics (UnitResult::metrics): nodes,
+// fuseable_nodes, plans, seconds; dram_mb, mbu_kb, groups for a plan; rectify_rate (NaN when
+// undefined), rectify_rate_calls, invalid_groups, fallbacks, model_calls for a search; optimal,
+// lower_bound_mb, gap, interval_dp_mb for exact; sampled_groups, valid_groups, valid_share for
+// sample. best_mapping holds the groups, one "{op,op,...}" line each; the trace is (0, plan,
+// best DRAM in MB) at each improvement.
+UnitResult run_get_partition(const WorkUnit& unit);
+
+// A path, or a network name from the GET data set ($MAPFUSE_SHARED_DATA/get/onnx/<name>.onnx);
+// InputError (key `key`) with the nearest name otherwise.
+std::string resolve_get_network(const std::string& w, const std::string& key = "--workload");
+
 // Any of the above by the unit's kind.
 UnitResult run_unit(const WorkUnit& unit);
 

@@ -13,6 +13,8 @@
 
 #include "engine/arch/arch_sweep.hpp"
 #include "engine/arch/arch_toml.hpp"
+#include "engine/cost/fusion_group.hpp"
+#include "engine/search/get/partition.hpp"
 #include "engine/common/error.hpp"
 #include "engine/common/toml_reader.hpp"
 
@@ -95,6 +97,86 @@ std::vector<std::string> constrained_layers(const std::string& path) {
 }
 
 bool groupable_name(const std::string& n) { return n.find_first_of(",{}") == std::string::npos; }
+
+// A key that takes one value or a list: `buffer_kb = 128` or `buffer_kb = [128, 256]`.
+std::vector<std::string> strings(TomlReader& r, const toml::table& raw, const char* key, std::vector<std::string> def) {
+  if (!r.has(key)) return def;
+  std::vector<std::string> v = raw[key].is_string() ? std::vector<std::string>{r.str(key)} : r.str_list(key);
+  if (v.empty()) r.fail(key, "empty: the study would run nothing");
+  std::set<std::string> seen;
+  for (const std::string& x : v)
+    if (!seen.insert(x).second) r.fail(key, "'" + x + "' is listed twice");
+  return v;
+}
+
+std::vector<double> numbers(TomlReader& r, const toml::table& raw, const char* key) {
+  std::vector<double> v = raw[key].is_number() ? std::vector<double>{r.number(key)} : r.number_list(key);
+  if (v.empty()) r.fail(key, r.has(key) ? "empty: the study would run nothing" : "missing");
+  return v;
+}
+
+// An engine name check (scheme, search, split, line buffer) re-thrown at the study's key.
+template <class F>
+void check_name(TomlReader& r, const char* key, const std::string& value, F&& parse) {
+  try {
+    (void)parse(value);
+  } catch (const InputError& e) {
+    r.fail(key, e.message());
+  }
+}
+
+StudyGet parse_get(TomlReader& g, const toml::table& raw) {
+  StudyGet e;
+  e.networks = strings(g, raw, "networks", {});
+  if (e.networks.empty()) g.fail("networks", "missing: list the networks to partition (ONNX files or names of shared/data/get/onnx)");
+  for (const std::string& n : e.networks)
+    if (n.empty() || n.find_first_of(" \t{},") != std::string::npos)
+      g.fail("networks", "'" + n + "' cannot name a network in unit labels (no spaces, commas or braces)");
+  e.schemes = strings(g, raw, "schemes", e.schemes);
+  for (const std::string& x : e.schemes) check_name(g, "schemes", x, fusion_scheme_from_string);
+  e.buffer_kb = numbers(g, raw, "buffer_kb");
+  for (double b : e.buffer_kb)
+    if (!(b > 0) || !std::isfinite(b)) g.fail("buffer_kb", fmt::format("{} is not a positive buffer size in KB", b));
+  e.searches = strings(g, raw, "searches", e.searches);
+  for (const std::string& x : e.searches) check_name(g, "searches", x, get::partition_mode_from_string);
+  e.splits = strings(g, raw, "splits", e.splits);
+  for (const std::string& x : e.splits) check_name(g, "splits", x, get::split_kind_from_string);
+  if (g.has("budget")) {
+    e.budgets.clear();
+    for (double b : numbers(g, raw, "budget")) {
+      if (b != std::floor(b) || b < 1) g.fail("budget", fmt::format("{} is not a plan budget (an integer >= 1)", b));
+      e.budgets.push_back(static_cast<int64_t>(b));
+    }
+  }
+  if (g.has("seeds")) {
+    e.seeds.clear();
+    for (double x : numbers(g, raw, "seeds")) {
+      if (x != std::floor(x) || x < 0) g.fail("seeds", "expected an array of non-negative integers");
+      e.seeds.push_back(static_cast<uint64_t>(x));
+    }
+  }
+  auto positive = [&](const char* key, int def) {
+    const int64_t v = g.opt_integer(key).value_or(def);
+    if (v < 1 || v > 1'000'000) g.fail(key, "must be a positive integer");
+    return static_cast<int>(v);
+  };
+  e.population = positive("population", e.population);
+  e.max_depth = static_cast<int>(g.opt_integer("max_depth").value_or(e.max_depth));
+  if (e.max_depth < 0) g.fail("max_depth", "must be >= 0");
+  e.max_category3 = positive("max_category3", e.max_category3);
+  e.bytes_per_element = positive("bytes_per_element", e.bytes_per_element);
+  e.occlusion_fraction = g.opt_number("occlusion_fraction").value_or(e.occlusion_fraction);
+  if (!(e.occlusion_fraction > 0 && e.occlusion_fraction <= 1)) g.fail("occlusion_fraction", "must be in (0, 1]");
+  e.line_buffer = g.opt_str("line_buffer").value_or(e.line_buffer);
+  check_name(g, "line_buffer", e.line_buffer, line_buffer_form_from_string);
+  e.max_states = g.opt_integer("max_states").value_or(0);
+  if (e.max_states < 0) g.fail("max_states", "must be >= 0 (0 = no limit)");
+  e.time_limit_s = g.opt_number("time_limit_s").value_or(e.time_limit_s);
+  if (!(e.time_limit_s >= 0) || !std::isfinite(e.time_limit_s)) g.fail("time_limit_s", "must be >= 0 seconds (0 = none)");
+  e.assume_monotone = g.opt_bool("assume_monotone").value_or(false);
+  g.finish();
+  return e;
+}
 
 }  // namespace
 
@@ -187,6 +269,19 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
       }
     }
     s.architectures.push_back(std::move(sa));
+  }
+  {
+    std::vector<TomlReader> gets = r.tables("get");
+    for (size_t i = 0; i < gets.size(); ++i) s.get.push_back(parse_get(gets[i], *doc["get"].as_array()->get(i)->as_table()));
+  }
+  if (!s.get.empty()) {
+    // GET-fusion partitions a network on its own buffer model: no architecture, workload or method.
+    for (const char* key : {"workload", "architecture", "method"})
+      if (r.has(key))
+        r.fail(key, "a GET-fusion study ([[get]] entries) has no [[workload]], [[architecture]] or [method]; "
+                    "put those in a study of their own");
+    r.finish();
+    return s;
   }
   if (s.workloads.empty()) r.fail("workload", "the study has no [[workload]]: nothing to run");
   if (s.architectures.empty()) r.fail("architecture", "the study has no [[architecture]]: nothing to run");
@@ -303,6 +398,13 @@ std::string ffm_join_label(const std::string& workload, const std::string& point
   return workload + " @ " + point + " ffm";
 }
 
+std::string get_label(const std::string& network, const std::string& scheme, double buffer_kb, const std::string& search,
+                      const std::string& split, int64_t budget, uint64_t seed) {
+  if (search == "exact") return fmt::format("get {} {} {}KB exact", network, scheme, buffer_kb);
+  const std::string what = search == "sample" ? search : search + "+" + split;
+  return fmt::format("get {} {} {}KB {} b{} seed {}", network, scheme, buffer_kb, what, budget, seed);
+}
+
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed) {
   return workload + " @ " + point + " " + method + " seed " + std::to_string(seed);
 }
@@ -408,6 +510,56 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, const std::vector<st
   return units;
 }
 
+// One unit per (entry, network, scheme, buffer, search, split, budget, seed); exact units once per
+// (network, scheme, buffer, options) and sample units once per split-free setting (equal payloads
+// give equal ids, and repeats are dropped).
+std::vector<WorkUnit> partition_get_study(const Study& s) {
+  std::vector<WorkUnit> units;
+  std::set<std::string> ids;
+  for (const StudyGet& e : s.get)
+    for (const std::string& net : e.networks)
+      for (const std::string& scheme : e.schemes)
+        for (double kb : e.buffer_kb)
+          for (const std::string& search : e.searches) {
+            const bool exact = search == "exact", sample = search == "sample";
+            for (const std::string& split : exact || sample ? std::vector<std::string>{"none"} : e.splits)
+              for (int64_t budget : exact ? std::vector<int64_t>{0} : e.budgets)
+                for (uint64_t seed : exact ? std::vector<uint64_t>{0} : e.seeds) {
+                  nlohmann::json p = {{"network", net},          {"scheme", scheme},
+                                      {"buffer_kb", kb},         {"search", search},
+                                      {"split", split},          {"budget", budget},
+                                      {"seed", seed},            {"bytes_per_element", e.bytes_per_element},
+                                      {"line_buffer", e.line_buffer}};
+                  if (exact) {
+                    p["max_states"] = e.max_states;
+                    p["time_limit_s"] = e.time_limit_s;
+                    p["assume_monotone"] = e.assume_monotone;
+                  } else if (!sample) {
+                    p["population"] = e.population;
+                    p["max_depth"] = e.max_depth;
+                    p["max_category3"] = e.max_category3;
+                    p["occlusion_fraction"] = e.occlusion_fraction;
+                  }
+                  WorkUnit u;
+                  u.kind = "get_partition";
+                  u.payload = p.dump();
+                  u.id = stable_id(u.kind + "\n" + u.payload);
+                  if (!ids.insert(u.id).second) continue;
+                  u.label = get_label(net, scheme, kb, search, split, budget, seed);
+                  u.columns = {UnitColumn::of_text("workload", net),
+                               UnitColumn::of_text("method", split == "none" ? search : search + "+" + split),
+                               UnitColumn::of_integer("seed", static_cast<int64_t>(seed)),
+                               UnitColumn::of_text("objective", "dram"),
+                               UnitColumn::of_text("scheme", scheme),
+                               UnitColumn::of_real("buffer_kb", kb),
+                               UnitColumn::of_integer("budget", budget)};
+                  // Plans dominate the cost; repair by the exact 1-cut costs more per plan.
+                  u.cost_hint = exact ? 1000.0 : static_cast<double>(budget) * (split == "cut" ? 4 : 1);
+                  units.push_back(std::move(u));
+                }
+          }
+  return units;
+}
 
 // Layer mappers: one unit per (point, workload layer or group of identical layers, seed).
 std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& method, LayerLister layers_of) {
@@ -473,6 +625,7 @@ std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& m
 }  // namespace
 
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
+  if (!s.get.empty()) return partition_get_study(s);  // parse_study: [[get]] studies hold nothing else
   std::vector<std::string> network, fused;
   std::vector<WorkUnit> units;
   for (const std::string& n : s.method.names)

@@ -99,6 +99,26 @@ struct StudyMethod {
   bool resident = true;         // ffm: storage above the split, weights resident (PmappingOptions::resident)
 };
 
+// GET-fusion partition runs (docs/studies.md, "GET-fusion studies"): one "get_partition" unit per
+// (network, scheme, buffer, search, split, budget, seed). "exact" units (the true optimum) depend on
+// (network, scheme, buffer) only; "sample" units (Fig. 3) take no split. Names are checked when
+// the study is read; a network is loaded only by its unit.
+struct StudyGet {
+  std::vector<std::string> networks;  // ONNX files or names under $MAPFUSE_SHARED_DATA/get/onnx
+  std::vector<std::string> schemes = {"lbdf"};     // lbdf, brr
+  std::vector<double> buffer_kb;                    // β in KB (1024 B)
+  std::vector<std::string> searches = {"ls"};      // rs, ls, nsga2, exact, sample
+  std::vector<std::string> splits = {"random"};    // random, cut, occlusion, dp
+  std::vector<int64_t> budgets = {2000};
+  std::vector<uint64_t> seeds = {1};
+  int population = 10, max_depth = 8, max_category3 = 16, bytes_per_element = 2;
+  double occlusion_fraction = 0.2;
+  std::string line_buffer = "full-rows";
+  int64_t max_states = 0;      // exact: deterministic limit (0: none)
+  double time_limit_s = 60;    // exact: wall-clock limit
+  bool assume_monotone = false;
+};
+
 struct Study {
   std::string name;
   std::string file;       // where it was read from
@@ -106,6 +126,7 @@ struct Study {
   std::vector<StudyWorkload> workloads;
   std::vector<StudyArchitecture> architectures;
   StudyMethod method;
+  std::vector<StudyGet> get;  // a GET-fusion study has these instead of workloads, architectures, method
 };
 
 // Parses and validates a study (InputError with file, line and key; unknown keys get the nearest
@@ -148,6 +169,12 @@ std::vector<UnitColumn> parameter_columns(const std::string& workload, const std
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed);
 
 std::string ffm_join_label(const std::string& workload, const std::string& point);
+
+// The label of a get_partition unit: "get <network> <scheme> <buffer>KB <search>[+<split>] b<budget>
+// seed <s>" ("exact" units: "get <network> <scheme> <buffer>KB exact"); results/report.cpp reads
+// it back (parse_get_label).
+std::string get_label(const std::string& network, const std::string& scheme, double buffer_kb, const std::string& search,
+                      const std::string& split, int64_t budget, uint64_t seed);
 
 std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
                             const std::string& seed);

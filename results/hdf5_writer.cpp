@@ -157,8 +157,14 @@ struct ParetoRow {
   char* mapping;
 };
 
+struct MetricRow {
+  uint64_t unit;  // row of /units
+  char* name;
+  double value;
+};
+
 struct Types {
-  Handle str, status, unit_mem, unit_file, level_mem, level_file, pareto_mem, pareto_file;
+  Handle str, status, unit_mem, unit_file, level_mem, level_file, pareto_mem, pareto_file, metric_mem, metric_file;
 };
 
 Handle packed_copy(const Context& c, hid_t mem) {
@@ -213,6 +219,14 @@ Types make_types(const Context& c) {
     c.check(H5Tinsert(p, "mapping", HOFFSET(ParetoRow, mapping), t.str), "pareto type");
     t.pareto_file = packed_copy(c, p);
     t.pareto_mem = std::move(p);
+  }
+  {
+    Handle m = c.check(H5Tcreate(H5T_COMPOUND, sizeof(MetricRow)), H5Tclose, "metrics type");
+    c.check(H5Tinsert(m, "unit", HOFFSET(MetricRow, unit), H5T_NATIVE_UINT64), "metrics type");
+    c.check(H5Tinsert(m, "name", HOFFSET(MetricRow, name), t.str), "metrics type");
+    c.check(H5Tinsert(m, "value", HOFFSET(MetricRow, value), H5T_NATIVE_DOUBLE), "metrics type");
+    t.metric_file = packed_copy(c, m);
+    t.metric_mem = std::move(m);
   }
   return t;
 }
@@ -290,8 +304,10 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
   std::vector<LevelRow> levels;
   std::vector<double> trace;  // row-major N x 3
   std::vector<ParetoRow> pareto;
+  std::vector<MetricRow> metrics;
   units.reserve(results.size());
   for (const auto& r : results) {
+    for (const auto& m : r.metrics) metrics.push_back({units.size(), cstr(m.name), m.value});
     const std::size_t nl = r.level_names.size();
     if (r.level_energy_pj.size() != nl || r.level_cycles.size() != nl)
       throw std::invalid_argument("unit " + r.unit_id + ": level_names, level_energy_pj and level_cycles differ in length");
@@ -370,6 +386,11 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
   {
     Handle ds = write_dataset(c, file, "pareto", t.pareto_file, t.pareto_mem, {pareto.size()}, pareto.data());
     write_string_attr(c, ds, "units", "energy_pj: pJ; cycles: cycles", t.str);
+  }
+  if (!metrics.empty()) {  // only in files of kinds that report named metrics (get_partition)
+    Handle ds = write_dataset(c, file, "metrics", t.metric_file, t.metric_mem, {metrics.size()}, metrics.data());
+    write_string_attr(c, ds, "units", "unit: row of /units; value: in the unit its name says (dram_mb: MiB, mbu_kb: KiB, ...)",
+                      t.str);
   }
   c.check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flush");
   // Types and file close here (H5F_CLOSE_STRONG: everything still open goes with the file).
@@ -542,12 +563,14 @@ StudyFile read_study_file(const std::string& path) {
   std::vector<UnitRow> units;
   std::vector<LevelRow> levels;
   std::vector<ParetoRow> pareto;
+  std::vector<MetricRow> metrics;
   std::vector<double> trace;
   Handle units_space = read_rows(c, file, "units", t.unit_mem, units);
-  Handle levels_space, pareto_space;
+  Handle levels_space, pareto_space, metrics_space;
   try {
     levels_space = read_rows(c, file, "levels", t.level_mem, levels);
     pareto_space = read_rows(c, file, "pareto", t.pareto_mem, pareto);
+    if (H5Lexists(file, "metrics", H5P_DEFAULT) > 0) metrics_space = read_rows(c, file, "metrics", t.metric_mem, metrics);
     {
       Handle ds = c.check(H5Dopen2(file, "trace", H5P_DEFAULT), H5Dclose, "dataset trace");
       Handle space = c.check(H5Dget_space(ds), H5Sclose, "dataset trace");
@@ -591,15 +614,23 @@ StudyFile read_study_file(const std::string& path) {
         r.pareto.push_back({pareto[i].energy_pj, pareto[i].cycles, take(pareto[i].mapping)});
       out.results.push_back(std::move(r));
     }
+    for (const MetricRow& m : metrics) {
+      if (m.unit >= out.results.size())
+        throw std::runtime_error("HDF5 file '" + path + "': a metric names unit row " + std::to_string(m.unit) +
+                                 " beyond /units");
+      out.results[m.unit].metrics.push_back({take(m.name), m.value});
+    }
   } catch (...) {
     if (!units.empty()) H5Dvlen_reclaim(t.unit_mem, units_space, H5P_DEFAULT, units.data());
     if (!levels.empty()) H5Dvlen_reclaim(t.level_mem, levels_space, H5P_DEFAULT, levels.data());
     if (!pareto.empty()) H5Dvlen_reclaim(t.pareto_mem, pareto_space, H5P_DEFAULT, pareto.data());
+    if (!metrics.empty()) H5Dvlen_reclaim(t.metric_mem, metrics_space, H5P_DEFAULT, metrics.data());
     throw;
   }
   if (!units.empty()) H5Dvlen_reclaim(t.unit_mem, units_space, H5P_DEFAULT, units.data());
   if (!levels.empty()) H5Dvlen_reclaim(t.level_mem, levels_space, H5P_DEFAULT, levels.data());
   if (!pareto.empty()) H5Dvlen_reclaim(t.pareto_mem, pareto_space, H5P_DEFAULT, pareto.data());
+  if (!metrics.empty()) H5Dvlen_reclaim(t.metric_mem, metrics_space, H5P_DEFAULT, metrics.data());
   // A run refuses to mix producers, so the file's version/fingerprint is every result's.
   for (UnitResult& r : out.results) r.producer = out.meta.mapfuse_version;
   return out;

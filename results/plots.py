@@ -5,7 +5,8 @@ usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv|-] [LAYER_ORDER.csv]
 
 - energy_by_level_<arch>.png: per-layer energy split by memory level (best seed per layer);
 - edp_by_layer.png: per-layer EDP of every architecture (log scale);
-- convergence.png: best-so-far objective against time, for units that recorded a trace;
+- convergence.png: best-so-far objective against time, for units that recorded a trace (GET-fusion
+  units: best DRAM in MB against plans generated);
 - optimizers_<workload>_<arch>.png (network-optimizer studies, FADiff's Figure 4): best-so-far exact
   EDP against time of every method and seed on one network and architecture, one colour per method;
 - fused_<workload>_<arch>.png (fused-mapper studies, FFM's Figure 8): percent above FFM's optimum
@@ -289,12 +290,14 @@ def main(path, outdir, sweep_path=None, order_path=None):
         written.append(out)
     traced = [u for u in units if u["trace_count"] > 0]
     if traced and trace is not None:
+        # GET-fusion units trace best DRAM (MB) against plans generated, not time.
+        by_plans = all(text(u["kind"]) == "get_partition" for u in traced)
         fig, ax = plt.subplots(figsize=(6, 4))
         for u in traced[:12]:
             t = trace[u["trace_offset"]: u["trace_offset"] + u["trace_count"]]
-            ax.step(t[:, 0], t[:, 2], where="post", label=text(u["label"]))
-        ax.set_xlabel("time [s]")
-        ax.set_ylabel("best objective so far")
+            ax.step(t[:, 1] if by_plans else t[:, 0], t[:, 2], where="post", label=text(u["label"]))
+        ax.set_xlabel("plans generated" if by_plans else "time [s]")
+        ax.set_ylabel("best DRAM so far [MB]" if by_plans else "best objective so far")
         ax.set_yscale("log")
         ax.legend(fontsize=6)
         fig.tight_layout()

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "engine/common/embedded.hpp"
+#include "results/get_report.hpp"
 
 namespace mapfuse {
 
@@ -343,6 +344,8 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
                          t.layers, t.energy_pj, t.cycles, t.edp());
     out += "\n";
   }
+  // A GET-fusion study holds get_partition units only: its own tables and unit list.
+  if (const std::string get = get_report_markdown(s); !get.empty()) return out + get;
   if (!options.units) return out;
   out += "## Units\n\n| unit | status | energy_pj | cycles | EDP | rank | seconds |\n|---|---|---|---|---|---|---|\n";
   // Grouped by kind, workload and architecture, layers in network order.

@@ -103,6 +103,10 @@ std::string to_json(const UnitResult& r) {
   for (const auto& p : r.trace) trace.push_back({num(p.seconds), p.evaluations, num(p.best)});
   auto& pareto = j["pareto"] = nlohmann::json::array();
   for (const auto& p : r.pareto) pareto.push_back({num(p.energy_pj), num(p.cycles), p.mapping});
+  if (!r.metrics.empty()) {  // only when present: other kinds' lines stay as they were
+    auto& metrics = j["metrics"] = nlohmann::json::array();
+    for (const auto& m : r.metrics) metrics.push_back({m.name, num(m.value)});
+  }
   if (!r.data.empty()) j["data"] = r.data;
   return j.dump();
 }
@@ -140,6 +144,8 @@ UnitResult unit_result_from_json(const std::string& text) {
     r.best_mapping = j.at("best_mapping").get<std::string>();
     for (const auto& p : j.at("trace")) r.trace.push_back({get_num(p.at(0)), p.at(1).get<int64_t>(), get_num(p.at(2))});
     for (const auto& p : j.at("pareto")) r.pareto.push_back({get_num(p.at(0)), get_num(p.at(1)), p.at(2).get<std::string>()});
+    if (j.contains("metrics"))
+      for (const auto& m : j.at("metrics")) r.metrics.push_back({m.at(0).get<std::string>(), get_num(m.at(1))});
     if (j.contains("data")) r.data = j.at("data").get<std::string>();
     return r;
   } catch (const nlohmann::json::exception& e) {

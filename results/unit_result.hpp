@@ -49,6 +49,20 @@ struct UnitResult {
   };
   std::vector<ParetoPoint> pareto;
 
+  // Named scalar metrics of kinds whose results are not energy and cycles (get_partition:
+  // dram_mb, mbu_kb, plans, rectify_rate, ...), in the order the unit reports them; NaN where a
+  // metric is undefined (a rectify rate of the random split). Empty for the other kinds.
+  struct Metric {
+    std::string name;
+    double value = 0;
+  };
+  std::vector<Metric> metrics;
+  double metric(const std::string& name, double missing) const {
+    for (const Metric& m : metrics)
+      if (m.name == name) return m.value;
+    return missing;
+  }
+
   // What a later step of the same run needs from this unit (FFM's generated pmappings, which
   // the join consumes): journaled and moved between ranks like the rest, not written to the
   // HDF5 file. Empty for most units.

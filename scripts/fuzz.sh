@@ -46,7 +46,7 @@ for t in "${targets[@]}"; do
   mkdir -p "$corpus"
   while read -r f; do [ -n "$f" ] && cp -n "$f" "$corpus/" 2>/dev/null || true; done < <(seeds "$t")
   echo "fuzz: $t for ${seconds} s (corpus $(ls "$corpus" | wc -l) files)"
-  if ! "$build/tests/fuzz/$t" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  if ! "$build/tests/fuzz/$t" "$corpus" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
        -artifact_prefix="$out/" -print_final_stats=1 >"$out/log.txt" 2>&1; then
     echo "fuzz: $t FOUND A CRASH, HANG OR SANITIZER REPORT: $(ls "$out" | grep -E '^(crash|timeout|oom|leak)-' | head -3) (log: $out/log.txt)"
     status=1

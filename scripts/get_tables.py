@@ -7,6 +7,10 @@ true optimum, and the paper's numbers (note §7.3/7.4). Prints Markdown.
 
   python3 scripts/get_tables.py build/cli/mapfuse ../shared/data [--seeds 5] [--budget 2000]
   python3 scripts/get_tables.py build/cli/mapfuse ../shared/data --table2 [--seeds 3]   # Table II
+
+The studies experiments/get_table2.toml, get_table3_ls.toml and get_table4_rs.toml compute the same
+cells (to the last digit) through `mapfuse run` (MPI ranks, HDF5, resume) and `mapfuse report`;
+this script stays as a quick check without a study file.
 """
 import argparse, json, os, statistics, subprocess, sys
 

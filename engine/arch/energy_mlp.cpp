@@ -4,6 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -57,7 +60,7 @@ double EnergyMlp::at(double capacity_kb) const {
   return std::exp(forward(layer_sizes(hidden), params.data(), x, act.data()) * y_scale + y_mean);
 }
 
-EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden) {
+EnergyMlp fit_energy_mlp_uncached(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden) {
   const size_t n = capacity_kb.size();
   if (n != energy_pj.size())
     throw std::invalid_argument("capacity_kb has " + std::to_string(n) + " values and energy_pj " +
@@ -153,6 +156,30 @@ EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> en
   }
   for (size_t i = 0; i < n; ++i)
     m.max_relative_error = std::max(m.max_relative_error, std::abs(m.at(m.capacity_kb[i]) / m.energy_pj[i] - 1));
+  return m;
+}
+
+// A fit is deterministic in its points, so one process fits each point set once: an architecture is
+// loaded again for every study point, test and sweep, and the fit (~0.05 s) would dominate loading.
+EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden) {
+  using Key = std::tuple<std::vector<double>, std::vector<double>, std::vector<int>>;
+  static std::mutex mutex;
+  static std::map<Key, EnergyMlp> fitted;
+  // NaN would break the map's ordering; such points are refused by the fit itself.
+  const auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  if (!finite(capacity_kb) || !finite(energy_pj))
+    return fit_energy_mlp_uncached(std::move(capacity_kb), std::move(energy_pj), std::move(hidden));
+  Key key{capacity_kb, energy_pj, hidden};
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = fitted.find(key); it != fitted.end()) return it->second;
+  }
+  EnergyMlp m = fit_energy_mlp_uncached(std::move(capacity_kb), std::move(energy_pj), std::move(hidden));
+  std::lock_guard<std::mutex> lock(mutex);
+  if (fitted.size() >= 256) fitted.clear();  // bounded: a fuzzer or a huge sweep cannot grow it forever
+  fitted.emplace(std::move(key), m);
   return m;
 }
 

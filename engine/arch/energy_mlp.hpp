@@ -29,5 +29,8 @@ struct EnergyMlp {
 // 1..4 hidden layers of 1..64 neurons; throws std::invalid_argument naming what is wrong (the
 // architecture loader turns it into an InputError at the key's line).
 EnergyMlp fit_energy_mlp(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden);
+// The same fit without the process-wide memo of fit_energy_mlp (which returns a stored fit for
+// points it has seen): for tests that the fit itself is deterministic.
+EnergyMlp fit_energy_mlp_uncached(std::vector<double> capacity_kb, std::vector<double> energy_pj, std::vector<int> hidden);
 
 }  // namespace mapfuse

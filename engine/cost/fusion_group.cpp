@@ -24,6 +24,13 @@ FusionScheme fusion_scheme_from_string(std::string_view s) {
                                      did_you_mean(s, {"lbdf", "brr"}) + "; expected lbdf or brr");
 }
 
+LineBufferForm line_buffer_form_from_string(std::string_view s) {
+  if (s == "full-rows") return LineBufferForm::FullRows;
+  if (s == "rows-plus-window") return LineBufferForm::RowsPlusWindow;
+  throw InputError({}, "line_buffer", "unknown line buffer '" + std::string(s) + "'; expected full-rows or rows-plus-window" +
+                                          did_you_mean(s, {"full-rows", "rows-plus-window"}));
+}
+
 GroupWorkspace::GroupWorkspace(const OpGraph& g) { reserve(g); }
 
 void GroupWorkspace::reserve(const OpGraph& g) {

@@ -19,6 +19,7 @@ FusionScheme fusion_scheme_from_string(std::string_view s);  // "lbdf" | "brr"; 
 // LBDF line buffer of a windowed op: K_h padded input rows (the note's default), or
 // (K_h - 1) rows plus one K_w window (the classic line buffer of the paper's Fig. 1).
 enum class LineBufferForm : uint8_t { FullRows, RowsPlusWindow };
+LineBufferForm line_buffer_form_from_string(std::string_view s);  // "full-rows" | "rows-plus-window"; throws InputError
 
 struct GroupModelOptions {
   int bytes_per_element = 2;

@@ -19,6 +19,17 @@ expect "unknown search" 2 "search.*unknown search 'nsga'.*did you mean 'nsga2'" 
 expect "unknown explainer" 2 "split.*unknown explainer 'gnne'" -- run --split gnne
 expect "budget 0" 2 'budget.*at least 1' -- run --budget 0
 expect "unknown network" 2 "workload.*neither an ONNX file" -- "$bin" partition --workload no_such_net
+# Every operator unfuseable: at 1 KB not even ResNet-18's smallest operator fits, under BRR either.
+expect "every operator unfuseable (brr)" 2 'buffer-kb.*no operator.*fits a 1 KB buffer.*brr.*every operator would be unfuseable' \
+  -- run --scheme brr --buffer-kb 1
+# An operator the graph cannot read: the message names the node and the operator.
+python3 - "$net" "$tmp/relx.onnx" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b.replace(b"Relu", b"Relx"))
+PY
+expect "unreadable operator" 2 "relx.onnx.*node '[^']+' \\(Relx\\).*unsupported ONNX operator 'Relx' \\(did you mean 'Relu'\\?\\)" \
+  -- "$bin" partition --workload "$tmp/relx.onnx"
 
 "$bin" partition --workload "$net" --scheme lbdf --buffer-kb 128 --search ls --split cut --budget 300 --seed 3 --json \
   >"$tmp/a.json" || { echo "FAIL ls run"; fail=1; }

@@ -108,7 +108,7 @@ TEST_CASE("arch: FADiff's MLP energy per access fits its CACTI points, determini
   CHECK(acc.update_pj == acc.mlp->at(2));
   CHECK(sp.read_pj == doctest::Approx(7.634).epsilon(0.04));  // CACTI point at 512 KB
   // Deterministic: fitting the same points again gives the same parameters to the bit.
-  const EnergyMlp again = fit_energy_mlp(sp.mlp->capacity_kb, sp.mlp->energy_pj, sp.mlp->hidden);
+  const EnergyMlp again = fit_energy_mlp_uncached(sp.mlp->capacity_kb, sp.mlp->energy_pj, sp.mlp->hidden);
   CHECK(again.params == sp.mlp->params);
   // A sweep of the scratchpad's capacity re-derives the energy through the MLP.
   // Built field by field: GCC 12 at -O3 warns (falsely) on a braced SourceLocation{} here.

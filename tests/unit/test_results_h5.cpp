@@ -65,6 +65,9 @@ UnitResult sample_result(int i) {
   r.best_mapping = "DRAM[A,B,Z] M=" + std::to_string(i + 1) + " | Scratchpad[B,Z] K=2@x";
   for (int t = 0; t < i % 5; ++t) r.trace.push_back({0.01 * t, 100 * (t + 1) + i, 10.0 - t});
   for (int p = 0; p < i % 3; ++p) r.pareto.push_back({1.0 + p, 2.0 - p * 0.5, "m" + std::to_string(i) + "_" + std::to_string(p)});
+  // Named metrics (get_partition units) on some units, one of them undefined (NaN).
+  if (i % 3 == 1)
+    r.metrics = {{"dram_mb", 7.5 + i}, {"rectify_rate", i == 4 ? std::numeric_limits<double>::quiet_NaN() : 0.25}};
   return r;
 }
 
@@ -262,6 +265,36 @@ with h5py.File(sys.argv[1], "r") as f:
   CHECK(py.find("unit1 " + u1.label + " [" + names + "] (" + std::to_string(u1.trace.size()) + ", 3)") !=
         std::string::npos);
   CHECK(py.find("trace_cols seconds,evaluations,best 3") != std::string::npos);
+  CHECK(header.find("DATASET \"metrics\"") != std::string::npos);
+}
+
+TEST_CASE("results: named metrics land in /metrics, keyed by unit row, and only when some unit has them") {
+  TempDir dir;
+  auto results = sample_results(6);  // units 1 and 4 carry metrics
+  write_study_h5(dir / "m.h5", sample_meta(), results);
+  const StudyFile f = read_study_h5(dir / "m.h5");
+  int with = 0;
+  for (const UnitResult& r : f.results) {
+    if (r.metrics.empty()) continue;
+    ++with;
+    REQUIRE(r.metrics.size() == 2);
+    CHECK(r.metrics[0].name == "dram_mb");
+    CHECK(r.metric("dram_mb", 0) == r.metrics[0].value);
+    CHECK(r.metric("absent", -1) == -1);
+    // The metrics stay with their unit after the rows are sorted by id.
+    const auto it = std::find_if(results.begin(), results.end(), [&](const UnitResult& x) { return x.unit_id == r.unit_id; });
+    REQUIRE(it != results.end());
+    CHECK(to_json(r) == to_json(*it));
+  }
+  CHECK(with == 2);
+  // Without metrics the file has no /metrics dataset (other kinds' files unchanged) and reads back.
+  auto plain = sample_results(6);
+  for (UnitResult& r : plain) r.metrics.clear();
+  write_study_h5(dir / "p.h5", sample_meta(), plain);
+  const std::string dump = dir / "p.txt";
+  REQUIRE(std::system(("h5dump -H '" + (dir / "p.h5") + "' > '" + dump + "' 2>&1").c_str()) == 0);
+  CHECK(slurp(dump).find("\"metrics\"") == std::string::npos);
+  CHECK(read_study_h5(dir / "p.h5").results.size() == 6);
 }
 
 TEST_CASE("results: non-finite metrics survive the journal and the study file") {

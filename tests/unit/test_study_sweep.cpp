@@ -42,20 +42,10 @@ std::vector<StudyLayer> fake_layers(const StudyWorkload& w) {
 }
 
 // The error of parsing `text` (the test fails when there is none).
-InputError parse_error(const std::string& text) {
-  try {
-    parse_study(text, "study.toml");
-  } catch (const InputError& e) {
-    return e;
-  }
-  FAIL("expected an InputError");
-  return InputError("unreachable");
-}
+InputError parse_error(const std::string& text) { return test::study_error(text, "study.toml"); }
 
-std::string replace(std::string s, const std::string& from, const std::string& to) {
-  const size_t at = s.find(from);
-  REQUIRE(at != std::string::npos);
-  return s.replace(at, from.size(), to);
+std::string replace(const std::string& s, const std::string& from, const std::string& to) {
+  return test::replace_once(s, from, to);
 }
 
 }  // namespace

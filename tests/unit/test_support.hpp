@@ -6,8 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
 #include "engine/workload/workload.hpp"
+#include "partitioners/study.hpp"
 
 namespace mapfuse::test {
 
@@ -64,5 +68,23 @@ inline Workload projection_chain(int64_t B, int64_t M, int64_t H, int64_t E, int
 }
 
 inline std::string source_dir(const std::string& rel) { return std::string(MAPFUSE_SOURCE_DIR) + "/" + rel; }
+
+// The error of parsing a study text (the test fails when there is none).
+inline InputError study_error(const std::string& text, const std::string& file) {
+  try {
+    parse_study(text, file);
+  } catch (const InputError& e) {
+    return e;
+  }
+  FAIL("expected an InputError");
+  return InputError("unreachable");
+}
+
+// `s` with the first `from` replaced by `to` (the test fails when `from` is absent).
+inline std::string replace_once(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
 
 }  // namespace mapfuse::test
