@@ -2,12 +2,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <omp.h>
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/exhaustive.hpp"
+#include "engine/search/lane_batch.hpp"
 #include "engine/search/mapspace_toml.hpp"
 #include "engine/workload/load.hpp"
 #include "test_support.hpp"
@@ -41,6 +43,7 @@ struct Brute {
   int64_t evaluated = 0;
   std::vector<std::vector<int64_t>> t, x, y;  // [level][rank]
   std::vector<TensorMask> keep;
+  std::function<void(const CostResult&)> on_mapping;  // every mapping evaluated (t, x, y, keep hold it)
 
   Brute(const Einsum& e_, const Core& c_, Objective o) : e(e_), c(core_for(c_, e_)), obj(o), plan(compile_plan(e_, c_)) {
     const size_t L = c.levels.size(), R = e.ranks.size();
@@ -111,6 +114,7 @@ struct Brute {
       ++evaluated;
       const CostResult r = evaluate(plan, flatten(m));
       if (r.valid()) best = std::min(best, objective_value(obj, r));
+      if (on_mapping) on_mapping(r);
       return;
     }
     std::vector<int> order;
@@ -327,5 +331,67 @@ TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 la
       CHECK(to_text(*bb.best, e, c) == to_text(*full.best, e, c));  // ties broken the same way
       CHECK(bb.evaluated < full.evaluated);
     }
+  }
+}
+
+// The lower bounds branch and bound cuts with (TileSearch::scalar_bounds) hold for every mapping
+// of the unpruned space, at every level, valid or not; and they are tight for some (so a bound
+// raised by 1 % fails this test).
+TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of the brute force") {
+  Core vec = small_core();
+  vec.vector = VectorUnit{"Vector", 0, 4, 0.25};
+  finalize(vec, "small");
+  Einsum softmax;
+  softmax.name = "softmax";
+  softmax.op = OpKind::Softmax;
+  softmax.ranks = {{"M", 4}, {"P", 6}};
+  softmax.tensors = {{"X", TensorRole::Input, {{{0, 1}}, {{1, 1}}}, 8}, {"Y", TensorRole::Output, {{{0, 1}}, {{1, 1}}}, 8}};
+  Einsum qk;
+  qk.name = "qk";
+  qk.ranks = {{"H", 2}, {"M", 4}, {"N", 2}, {"E", 2}};
+  qk.tensors = {{"Q", TensorRole::Input, {{{0, 1}}, {{1, 1}}, {{3, 1}}}, 8},
+                {"K", TensorRole::Weight, {{{0, 1}}, {{2, 1}}, {{3, 1}}}, 8},
+                {"S", TensorRole::Output, {{{0, 1}}, {{1, 1}}, {{2, 1}}}, 8}};
+  const Core c = small_core();
+  const std::vector<std::pair<Einsum, const Core*>> cases = {
+      {make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), &c},
+      {make_matmul("mm", 4, 2, 4), &c},
+      {make_depthwise_conv("dw", {.C = 4, .P = 4, .R = 3}, "I", "W", "O"), &c},
+      {qk, &c},
+      {softmax, &vec}};
+  for (const auto& [e, core] : cases) {
+    TileSearchSpec spec;
+    spec.bound_scalar = true;
+    const TileSearch search(e, *core, {}, spec);
+    Brute b(e, *core, Objective::Edp);
+    const int L = static_cast<int>(b.c.levels.size()), R = static_cast<int>(e.ranks.size());
+    int64_t checked = 0, exact_steps = 0, failed = 0;
+    double closest_energy = 0;  // the largest bound / energy ratio
+    b.on_mapping = [&](const CostResult& r) {
+      std::array<LevelChoice, kMaxLevels> chosen{};
+      std::array<int64_t, kMaxRanks> rest{};
+      for (int q = 0; q < R; ++q) rest[static_cast<size_t>(q)] = e.ranks[static_cast<size_t>(q)].size;
+      for (int l = 0; l < L; ++l) {
+        LevelChoice& ch = chosen[static_cast<size_t>(l)];
+        ch.keep = l == L - 1 ? static_cast<TensorMask>((1u << e.tensors.size()) - 1) : b.keep[static_cast<size_t>(l)];
+        for (int q = 0; q < R; ++q) {
+          ch.t[q] = b.t[l][q], ch.x[q] = b.x[l][q], ch.y[q] = b.y[l][q];
+          rest[q] /= ch.t[q] * ch.x[q] * ch.y[q];
+        }
+        double energy = 0, cycles = 0;
+        search.scalar_bounds(chosen.data(), l, rest, energy, cycles);
+        ++checked;
+        if (energy > r.energy_pj || cycles > r.cycles) ++failed;
+        closest_energy = std::max(closest_energy, energy / r.energy_pj);
+        // With every level chosen, the cycle bound is the model's compute steps exactly.
+        if (l == L - 1) exact_steps += cycles == r.compute_cycles;
+      }
+    };
+    b.ranks(0);
+    INFO(e.name << ": " << checked << " bounds checked, closest energy bound " << closest_energy);
+    MESSAGE(e.name << ": " << checked << " bounds checked, closest energy bound " << closest_energy);
+    CHECK(checked > 1000);
+    CHECK(failed == 0);
+    CHECK(exact_steps == b.evaluated);
   }
 }
