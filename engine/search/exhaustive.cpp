@@ -1,5 +1,7 @@
 #include "engine/search/exhaustive.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -123,10 +125,16 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   out.evaluated = evaluated;
   out.pruned = pruned;
   out.lane_calls = lane_calls;
-  if (s.over())
+  if (s.over()) {
+    const int l = s.most_orders_level();
     throw InputError({}, "max_mappings",
-                     "the mapspace of '" + e.name + "' has more than " + std::to_string(opt.max_mappings) +
-                         " mappings; constrain it (loop orders, factors, bypass) or raise the limit");
+                     fmt::format("the mapspace of '{}' is too large: {} mappings evaluated without finishing (the limit), "
+                                 "out of at least {:.3g} (tile shapes over the temporal loops times kept sets, before "
+                                 "spatial factors and loop orders); constrain it, e.g. a temporal_order for level '{}' "
+                                 "(it may iterate the most ranks), max_factors or keep (a constraints TOML, docs/mapper.md), "
+                                 "or raise --max-mappings",
+                                 e.name, opt.max_mappings, s.temporal_mapspace_size(), c.levels[static_cast<size_t>(l)].name));
+  }
   const ExhaustiveSink* best = nullptr;
   std::vector<std::pair<std::string, ParetoMapping>> all;
   for (ExhaustiveSink& l : sinks) {

@@ -345,6 +345,36 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   energy_lb = (static_cast<double>(plan_.operations) * plan_.op_pj + cycles_lb * per_step) * (1 - 1e-9);
 }
 
+double TileSearch::temporal_mapspace_size() const {
+  double size = 1;
+  for (int r = 0; r < R; ++r) {
+    // ways[n]: splits of n over the levels done so far (innermost first), by divisor of the size.
+    const std::vector<int64_t>& ds = divs(e_.ranks[r].size);
+    std::unordered_map<int64_t, double> ways{{1, 1.0}};
+    for (int l = 0; l < L; ++l) {
+      std::unordered_map<int64_t, double> next;
+      for (const auto& [n, w] : ways)
+        for (int64_t d : ds)
+          if (d >= t_min[l][r] && d <= t_max[l][r] && e_.ranks[r].size % (n * d) == 0) next[n * d] += w;
+      ways = std::move(next);
+    }
+    size *= ways.count(e_.ranks[r].size) ? ways[e_.ranks[r].size] : 0.0;
+  }
+  for (int l = 0; l < L; ++l) size *= static_cast<double>(keep_options[l].size());
+  return size;
+}
+
+int TileSearch::most_orders_level() const {
+  int best = L - 1, most = -1;
+  for (int l = 0; l < L; ++l) {
+    if (const LevelConstraints* lc = constraint(l); lc && lc->order) continue;
+    int n = 0;
+    for (int r = 0; r < R; ++r) n += t_max[l][r] > 1;
+    if (n > most) most = n, best = l;
+  }
+  return best;
+}
+
 Mapping TileCandidate::build() const {
   const int L = search->L, R = search->R;
   Mapping m;

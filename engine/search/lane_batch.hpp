@@ -143,6 +143,12 @@ class TileSearch {
   // Whether partial choices are pruned (TileSearchSpec::prune_partial and the Einsum qualifies):
   // then TileWorker::prune and complete enumerate it, not run().
   bool partial_pruning() const { return partial_; }
+  // A lower bound on the mapspace's size: the ways to split every rank over the levels' temporal
+  // loops (within the constraints' factor bounds) times the kept sets of every level; spatial
+  // factors and loop orders only multiply it. For messages about a mapspace too large to search.
+  double temporal_mapspace_size() const;
+  // The level with the most loop orders to try (ranks it may iterate), for the same messages.
+  int most_orders_level() const;
   // Lower bounds on the energy and cycles of every complete mapping whose levels 0..l are
   // `chosen` (what remains of each rank above them: `rest`). Cycles: the compute steps, i.e. the
   // inner temporal iterations times what remains spread over at most the fan-outs above l. Energy:

@@ -275,6 +275,28 @@ TEST_CASE("mapper: results do not depend on the thread count, and a budget stops
   REQUIRE(a.pareto.size() == one.pareto.size());
   for (size_t i = 0; i < a.pareto.size(); ++i) CHECK(to_text(a.pareto[i].mapping, e, c) == to_text(one.pareto[i].mapping, e, c));
   CHECK_THROWS_AS(exhaustive_search(e, c, {}, {.max_mappings = 100}), InputError);
+  // The refusal names how large the mapspace is at least and a level to constrain.
+  try {
+    exhaustive_search(e, c, {}, {.max_mappings = 100, .front = false});
+    FAIL("no error");
+  } catch (const InputError& err) {
+    const std::string what = err.what();
+    CHECK(what.find("too large: 100 mappings evaluated") != std::string::npos);
+    CHECK(what.find("at least") != std::string::npos);
+    CHECK(what.find("temporal_order for level '") != std::string::npos);
+  }
+}
+
+// By hand: a 4x2x4 matmul on three levels splits 4 = 2^2 over three temporal loops 6 ways, 2 three
+// ways; the RF and the buffer may each keep any of 2^3 sets, DRAM keeps all: 6*3*6 * 8*8.
+TEST_CASE("mapper: the mapspace size in the refusal counts tile shapes and kept sets") {
+  const Core c = small_core();
+  CHECK(TileSearch(make_matmul("mm", 4, 2, 4), c, {}, {}).temporal_mapspace_size() == 6912.0);
+  // A fixed DRAM order over M alone: N = 2 splits over the RF and the buffer 2 ways, K = 4 3 ways.
+  Mapspace s;
+  s.levels.resize(3);
+  s.levels[2].order = std::vector<int>{0};
+  CHECK(TileSearch(make_matmul("mm", 4, 2, 4), c, s, {}).temporal_mapspace_size() == 6.0 * 2 * 3 * 64);
 }
 
 // A softmax on a vector unit (4 lanes under the RF): choices that split a rank's factor
