@@ -32,6 +32,26 @@ Core small_core() {
   return c;
 }
 
+// Attention's score Einsum S[h,m,n] = Q[h,m,e] * K[h,n,e] (K in the weight role).
+Einsum attention_scores() {
+  Einsum qk;
+  qk.name = "qk";
+  qk.ranks = {{"H", 2}, {"M", 4}, {"N", 2}, {"E", 2}};
+  qk.tensors = {{"Q", TensorRole::Input, {{{0, 1}}, {{1, 1}}, {{3, 1}}}, 8},
+                {"K", TensorRole::Weight, {{{0, 1}}, {{2, 1}}, {{3, 1}}}, 8},
+                {"S", TensorRole::Output, {{{0, 1}}, {{1, 1}}, {{2, 1}}}, 8}};
+  return qk;
+}
+
+Einsum softmax_einsum() {
+  Einsum e;
+  e.name = "softmax";
+  e.op = OpKind::Softmax;
+  e.ranks = {{"M", 4}, {"P", 6}};
+  e.tensors = {{"X", TensorRole::Input, {{{0, 1}}, {{1, 1}}}, 8}, {"Y", TensorRole::Output, {{{0, 1}}, {{1, 1}}}, 8}};
+  return e;
+}
+
 // Brute force written independently of the mapper: every rank's factors over every (level, kind)
 // slot the core allows, every kept set, every order; nothing pruned.
 struct Brute {
@@ -306,11 +326,7 @@ TEST_CASE("mapper: exhaustive optimum equals a brute force (softmax on a vector 
   Core c = small_core();
   c.vector = VectorUnit{"Vector", 0, 4, 0.25};
   finalize(c, "small");
-  Einsum e;
-  e.name = "softmax";
-  e.op = OpKind::Softmax;
-  e.ranks = {{"M", 4}, {"P", 6}};
-  e.tensors = {{"X", TensorRole::Input, {{{0, 1}}, {{1, 1}}}, 8}, {"Y", TensorRole::Output, {{{0, 1}}, {{1, 1}}}, 8}};
+  const Einsum e = softmax_einsum();
   REQUIRE(core_for(c, e).compute.instances == 4 * 4);
   compare(e, c, Objective::Edp);
   compare(e, c, Objective::Cycles);
@@ -318,15 +334,8 @@ TEST_CASE("mapper: exhaustive optimum equals a brute force (softmax on a vector 
 
 TEST_CASE("mapper: exhaustive optimum equals a brute force (depthwise conv and attention)") {
   const Core c = small_core();
-  compare(make_depthwise_conv("dw", {.C = 4, .P = 4, .R = 3}, "I", "W", "O"), c, Objective::Edp);
-  // Attention's score Einsum S[h,m,n] = Q[h,m,e] * K[h,n,e]: no weight, two inputs.
-  Einsum qk;
-  qk.name = "qk";
-  qk.ranks = {{"H", 2}, {"M", 4}, {"N", 2}, {"E", 2}};
-  qk.tensors = {{"Q", TensorRole::Input, {{{0, 1}}, {{1, 1}}, {{3, 1}}}, 8},
-                {"K", TensorRole::Weight, {{{0, 1}}, {{2, 1}}, {{3, 1}}}, 8},
-                {"S", TensorRole::Output, {{{0, 1}}, {{1, 1}}, {{2, 1}}}, 8}};
-  compare(qk, c, Objective::Edp);
+  compare(make_depthwise_conv("dw", {.C = 2, .P = 4, .R = 3}, "I", "W", "O"), c, Objective::Edp);
+  const Einsum qk = attention_scores();
   compare(qk, c, Objective::Cycles);
 }
 
@@ -363,17 +372,8 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
   Core vec = small_core();
   vec.vector = VectorUnit{"Vector", 0, 4, 0.25};
   finalize(vec, "small");
-  Einsum softmax;
-  softmax.name = "softmax";
-  softmax.op = OpKind::Softmax;
-  softmax.ranks = {{"M", 4}, {"P", 6}};
-  softmax.tensors = {{"X", TensorRole::Input, {{{0, 1}}, {{1, 1}}}, 8}, {"Y", TensorRole::Output, {{{0, 1}}, {{1, 1}}}, 8}};
-  Einsum qk;
-  qk.name = "qk";
-  qk.ranks = {{"H", 2}, {"M", 4}, {"N", 2}, {"E", 2}};
-  qk.tensors = {{"Q", TensorRole::Input, {{{0, 1}}, {{1, 1}}, {{3, 1}}}, 8},
-                {"K", TensorRole::Weight, {{{0, 1}}, {{2, 1}}, {{3, 1}}}, 8},
-                {"S", TensorRole::Output, {{{0, 1}}, {{1, 1}}, {{2, 1}}}, 8}};
+  const Einsum softmax = softmax_einsum();
+  const Einsum qk = attention_scores();
   const Core c = small_core();
   const std::vector<std::pair<Einsum, const Core*>> cases = {
       {make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), &c},
