@@ -1,6 +1,8 @@
 // `mapfuse map`: the optimal mapping of each layer (exhaustive, exact) and its cost.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <ctime>
 #include <iostream>
@@ -15,12 +17,12 @@
 namespace mapfuse::cli {
 
 Command add_map_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("map", "Optimal mapping of each layer by exhaustive search (exact)");
+  auto* cmd = app.add_subcommand("map", "Optimal mapping of each layer (exact: branch and bound, or the whole mapspace)");
   struct Options {
     std::string arch = "gemmini_default", workload, layer, objective = "edp", constraints;
     ZooParams zoo;
     int64_t max_mappings = 200'000'000;
-    bool pareto = false;
+    bool pareto = false, json = false, no_bound = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
@@ -32,7 +34,10 @@ Command add_map_command(CLI::App& app) {
   cmd->add_option("--max-mappings", o->max_mappings, "refuse a mapspace larger than this")->capture_default_str();
   cmd->add_option("--batch", o->zoo.batch, "batch size for zoo networks")->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", o->zoo.tokens, "sequence length for gpt3_6.7b")->check(CLI::PositiveNumber);
-  cmd->add_flag("--pareto", o->pareto, "also print the energy/cycles Pareto front of each layer");
+  cmd->add_flag("--pareto", o->pareto,
+                "also print the energy/cycles Pareto front of each layer (evaluates the whole mapspace)");
+  cmd->add_flag("--no-bound", o->no_bound, "evaluate the whole mapspace instead of branch and bound");
+  cmd->add_flag("--json", o->json, "print one JSON object: per layer the optimum and the search's counts");
   return {cmd, [o]() {
             const Core core = load_architecture(o->arch).cores.at(0);
             const Workload w = load_workload(o->workload, o->zoo);
@@ -51,6 +56,7 @@ Command add_map_command(CLI::App& app) {
                 if (w.einsums[i].op == OpKind::Mac) layers.push_back(static_cast<int>(i));
             }
             int failed = 0;
+            nlohmann::json out_layers = nlohmann::json::array();
             for (int i : layers) {
               const Einsum& e = w.einsums[i];
               const auto start = std::chrono::steady_clock::now();
@@ -58,12 +64,36 @@ Command add_map_command(CLI::App& app) {
               ExhaustiveOptions opt;
               opt.objective = objective;
               opt.max_mappings = o->max_mappings;
+              opt.front = o->pareto || o->no_bound;
               const MapperResult r = exhaustive_search(e, core, make_mapspace(constraints, e, core), opt);
               const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
-              fmt::print("{}: {} mappings evaluated ({} valid, {} partial mappings pruned, {:.1f} per SIMD call) in "
-                         "{:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
-                         e.name, r.evaluated, r.valid, r.pruned,
+              int64_t bound_pruned = 0;
+              for (int64_t n : r.bound_pruned) bound_pruned += n;
+              if (o->json) {
+                nlohmann::json j{{"layer", e.name},
+                                 {"objective", to_string(objective)},
+                                 {"evaluated", r.evaluated},
+                                 {"valid", r.valid},
+                                 {"capacity_pruned", r.pruned},
+                                 {"bound_pruned", r.bound_pruned},
+                                 {"lanes_per_simd_call", r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0},
+                                 {"seconds", secs},
+                                 {"cpu_seconds", cpu}};
+                if (r.best) {
+                  j["energy_pj"] = r.cost.energy_pj;
+                  j["cycles"] = r.cost.cycles;
+                  j["edp"] = r.cost.edp();
+                  j["mapping"] = to_text(*r.best, e, core);
+                } else {
+                  ++failed;
+                }
+                out_layers.push_back(std::move(j));
+                continue;
+              }
+              fmt::print("{}: {} mappings evaluated ({} valid; partial mappings cut: {} over capacity, {} by the bound; "
+                         "{:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
+                         e.name, r.evaluated, r.valid, r.pruned, bound_pruned,
                          r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0, secs, r.evaluated / secs / 1e6, cpu);
               if (!r.best) {
                 fmt::print("  no valid mapping\n");
@@ -81,6 +111,7 @@ Command add_map_command(CLI::App& app) {
                   fmt::print("  pareto  energy {:.6g} pJ  cycles {:.6g}  {}\n", p.energy_pj, p.cycles,
                              to_text(p.mapping, e, core));
             }
+            if (o->json) fmt::print("{}\n", nlohmann::json{{"layers", out_layers}}.dump(2));
             return failed ? 1 : 0;
           }};
 }

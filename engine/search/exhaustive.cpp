@@ -1,5 +1,7 @@
 #include "engine/search/exhaustive.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <limits>
@@ -27,7 +29,17 @@ struct ExhaustiveSink final : TileSink {
   std::vector<std::string> pareto_text;
   int64_t valid = 0;
 
-  ExhaustiveSink(const Einsum& e_, const Core& c_, Objective o) : e(e_), c(c_), objective(o) {}
+  bool front = true;
+  // Branch and bound: the best objective value any thread has found (so far).
+  std::atomic<double>* incumbent = nullptr;
+
+  ExhaustiveSink(const Einsum& e_, const Core& c_, Objective o, bool f, std::atomic<double>* inc)
+      : e(e_), c(c_), objective(o), front(f), incumbent(inc) {}
+
+  // Strictly worse than a mapping already found: an optimum (or a tie) is never cut.
+  bool beaten(double energy_pj, double cycles, int level, int64_t) override {
+    return level < 0 && objective_value(objective, energy_pj, cycles) > incumbent->load(std::memory_order_relaxed);
+  }
 
   void consume(const TileCandidate& cand, const CompactCost& r) override {
     if (!r.valid()) return;
@@ -44,8 +56,12 @@ struct ExhaustiveSink final : TileSink {
         best_value = v;
         best_text = text;
         best = m;
+        double cur = incumbent->load(std::memory_order_relaxed);
+        while (v < cur && !incumbent->compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+        }
       }
     }
+    if (!front) return;
     // The front is sorted by energy ascending, so cycles descend; the last point with energy
     // <= r's has the fewest cycles among them and decides whether r is dominated.
     auto& P = pareto;
@@ -81,15 +97,18 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.prune = opt.prune;
   spec.reduce_orders = opt.reduce_orders;
   spec.max_evaluations = opt.max_mappings;
+  spec.bound_scalar = !opt.front;
+  std::atomic<double> incumbent{std::numeric_limits<double>::infinity()};
   TileSearch s(e, c, space, spec);
   const int threads = omp_get_max_threads();
   std::vector<ExhaustiveSink> sinks;
   sinks.reserve(static_cast<size_t>(threads));
-  for (int i = 0; i < threads; ++i) sinks.emplace_back(e, c, opt.objective);
+  for (int i = 0; i < threads; ++i) sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
+  out.bound_pruned.assign(static_cast<size_t>(s.levels()), 0);
 #pragma omp parallel reduction(+ : evaluated, pruned, lane_calls)
   {
     ExhaustiveSink& sink = sinks[static_cast<size_t>(omp_get_thread_num())];
@@ -100,14 +119,22 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     evaluated += worker.evaluated;
     pruned += worker.pruned;
     lane_calls += worker.lane_calls;
+#pragma omp critical
+    for (size_t l = 0; l < out.bound_pruned.size(); ++l) out.bound_pruned[l] += worker.bound_pruned[l];
   }
   out.evaluated = evaluated;
   out.pruned = pruned;
   out.lane_calls = lane_calls;
-  if (s.over())
+  if (s.over()) {
+    const int l = s.most_orders_level();
     throw InputError({}, "max_mappings",
-                     "the mapspace of '" + e.name + "' has more than " + std::to_string(opt.max_mappings) +
-                         " mappings; constrain it (loop orders, factors, bypass) or raise the limit");
+                     fmt::format("the mapspace of '{}' is too large: {} mappings evaluated without finishing (the limit), "
+                                 "out of at least {:.3g} (tile shapes over the temporal loops times kept sets, before "
+                                 "spatial factors and loop orders); constrain it, e.g. a temporal_order for level '{}' "
+                                 "(it may iterate the most ranks), max_factors or keep (a constraints TOML, docs/mapper.md), "
+                                 "or raise --max-mappings",
+                                 e.name, opt.max_mappings, s.temporal_mapspace_size(), c.levels[static_cast<size_t>(l)].name));
+  }
   const ExhaustiveSink* best = nullptr;
   std::vector<std::pair<std::string, ParetoMapping>> all;
   for (ExhaustiveSink& l : sinks) {

@@ -7,7 +7,7 @@
 // choices are grouped by support (which ranks each level iterates and spreads, what it keeps) and
 // evaluated 16 at a time by the SIMD lane evaluator, once per loop-order class. OpenMP over the
 // innermost level's choices; the result does not depend on the thread count (ties are broken by
-// the mapping's text).
+// the mapping's text). Without the front, branch and bound skips choices that cannot be optimal.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -23,6 +23,11 @@ struct ExhaustiveOptions {
   bool prune = true;          // false: evaluate over-capacity mappings too (for testing)
   bool reduce_orders = true;  // false: every loop order, even those that cost the same (testing)
   int64_t max_mappings = 0;   // stop with an error beyond this many evaluations; 0 = no limit
+  // true: also the energy/cycles Pareto front of the valid mappings (every mapping is evaluated).
+  // false: the optimum only, by branch and bound (TileSearchSpec::bound_scalar): partial choices
+  // whose completions cannot beat the best mapping found so far are not extended; the front is
+  // left empty and the counts depend on the thread count (the optimum does not).
+  bool front = true;
 };
 
 struct ParetoMapping {
@@ -39,6 +44,9 @@ struct MapperResult {
   int64_t valid = 0;
   int64_t pruned = 0;      // partial mappings cut at a full level
   int64_t lane_calls = 0;  // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
+  // Branch and bound (front = false): per level, choices cut because the best mapping found so far
+  // beat the lower bounds of all their completions.
+  std::vector<int64_t> bound_pruned;
 };
 
 // Throws InputError if the mapspace exceeds options.max_mappings.

@@ -117,6 +117,28 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
         if (c.levels[l].must_keep & role_bit(e.tensors[t].role)) must |= static_cast<TensorMask>(1u << t);
     std::erase_if(keep_options[l], [&](TensorMask m) { return (m & must) != must; });
   }
+  if (spec.bound_scalar && (spec.backing_level >= 0 || spec.rest_tiles > 0))
+    throw std::logic_error("TileSearch: branch and bound needs a single-Einsum search");
+  for (int l = 0; l < L; ++l)
+    for (int t = 0; t < T; ++t)
+      serve_pj[l][t] = t == plan_.output ? plan_.levels[l].update_pj : plan_.levels[l].read_pj;
+  for (int l = L - 1; l >= 0; --l) {
+    if (l == L - 1) {
+      fanout_above[l] = 1;
+    } else {
+      const PlanLevel& up = plan_.levels[l + 1];
+      fanout_above[l] = std::min<int64_t>(int64_t{1} << 40, fanout_above[l + 1] * up.fanout_x * up.fanout_y);
+    }
+    for (int t = 0; t < T; ++t) {
+      double best = std::numeric_limits<double>::infinity();
+      for (int m = l + 1; m < L; ++m) {
+        bool may = false;
+        for (TensorMask k : keep_options[m]) may = may || (k >> t & 1);
+        if (may) best = std::min(best, serve_pj[m][t]);
+      }
+      serve_pj_above[l][t] = best;
+    }
+  }
   if (spec.merge_passthrough)
     for (int l = 0; l < top && l + 1 < L; ++l) {
       const LevelConstraints* above = constraint(l + 1);
@@ -295,6 +317,62 @@ bool TileSearch::fits(const LevelChoice* chosen, int l) const {
     words += v;
   }
   return words * lv.multiple_buffering <= lv.entries;
+}
+
+void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
+                               double& energy_lb, double& cycles_lb) const {
+  // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
+  // times what remains over the spatial factors above l, whose product is at most fanout_above[l].
+  int64_t inner = 1, left = 1;
+  for (int m = 0; m <= l; ++m)
+    for (int r = 0; r < R; ++r) inner *= chosen[m].t[r];
+  for (int r = 0; r < R; ++r) left *= rest[r];
+  const int64_t steps = inner * ((left + fanout_above[l] - 1) / fanout_above[l]);
+  cycles_lb = static_cast<double>(steps);  // the model's latency is at least its compute steps
+  // Per instance, the innermost level keeping a tensor serves compute once per step and group
+  // (reads, or updates for the output: model.cpp, `child_fills = temporal_iterations`).
+  double per_step = 0;
+  for (int t = 0; t < T; ++t) {
+    double pj = serve_pj_above[l][t];
+    for (int m = 0; m <= l; ++m)
+      if (chosen[m].keep >> t & 1) {
+        pj = serve_pj[m][t];
+        break;
+      }
+    per_step += pj;
+  }
+  // The model adds the same non-negative terms in another order: leave room for its rounding.
+  energy_lb = (static_cast<double>(plan_.operations) * plan_.op_pj + cycles_lb * per_step) * (1 - 1e-9);
+}
+
+double TileSearch::temporal_mapspace_size() const {
+  double size = 1;
+  for (int r = 0; r < R; ++r) {
+    // ways[n]: splits of n over the levels done so far (innermost first), by divisor of the size.
+    const std::vector<int64_t>& ds = divs(e_.ranks[r].size);
+    std::unordered_map<int64_t, double> ways{{1, 1.0}};
+    for (int l = 0; l < L; ++l) {
+      std::unordered_map<int64_t, double> next;
+      for (const auto& [n, w] : ways)
+        for (int64_t d : ds)
+          if (d >= t_min[l][r] && d <= t_max[l][r] && e_.ranks[r].size % (n * d) == 0) next[n * d] += w;
+      ways = std::move(next);
+    }
+    size *= ways.count(e_.ranks[r].size) ? ways[e_.ranks[r].size] : 0.0;
+  }
+  for (int l = 0; l < L; ++l) size *= static_cast<double>(keep_options[l].size());
+  return size;
+}
+
+int TileSearch::most_orders_level() const {
+  int best = L - 1, most = -1;
+  for (int l = 0; l < L; ++l) {
+    if (const LevelConstraints* lc = constraint(l); lc && lc->order) continue;
+    int n = 0;
+    for (int r = 0; r < R; ++r) n += t_max[l][r] > 1;
+    if (n > most) most = n, best = l;
+  }
+  return best;
 }
 
 Mapping TileCandidate::build() const {
@@ -717,6 +795,13 @@ struct TileWorker::State {
     }
   }
 
+  // Branch and bound: whether the sink already beats every completion of levels 0..l.
+  bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) const {
+    double energy = 0, cycles = 0;
+    s->scalar_bounds(chosen.data(), l, rest, energy, cycles);
+    return sink->beaten(energy, cycles, -1, 0);
+  }
+
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining) {
     if (s->over()) return;
     if (l == s->L) {
@@ -738,6 +823,10 @@ struct TileWorker::State {
         if (!s->admissible(chosen[l], l)) continue;
         if (s->spec_.prune && !s->fits(chosen.data(), l)) {
           ++owner->pruned;
+          continue;
+        }
+        if (s->spec_.bound_scalar && bound_beaten(l, rest)) {
+          ++owner->bound_pruned[static_cast<size_t>(l)];
           continue;
         }
         descend(l + 1, rest);
@@ -1964,6 +2053,10 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   }
   std::array<int64_t, kMaxRanks> rest{};
   for (int r = 0; r < s.R; ++r) rest[r] = s.e_.ranks[r].size / (root.t[r] * root.x[r] * root.y[r]);
+  if (s.spec_.bound_scalar && st.bound_beaten(0, rest)) {
+    ++bound_pruned[0];
+    return;
+  }
   st.descend(1, rest);
 }
 

@@ -61,6 +61,11 @@ struct TileSearchSpec {
   // between storage nodes. Cuts the splits that differ only in which side of an empty level a
   // factor sits (docs/mapper.md, "Pass-through levels").
   bool merge_passthrough = false;
+  // Branch and bound for a scalar objective (docs/mapper.md, "Branch and bound"): after each
+  // level run() chooses, lower bounds on the energy and cycles of every completion of the choice
+  // (scalar_bounds) go to the sink's beaten(energy, cycles, -1, 0), and a beaten choice is not
+  // extended. Single-Einsum searches only (no backing level, no fused tiles).
+  bool bound_scalar = false;
   // Per level, words moved by every evaluation outside the mapping's loops (PlanLevel::
   // extra_read_words / extra_write_words): a fused context's resident fill.
   std::array<double, kMaxLevels> extra_read_words{}, extra_write_words{};
@@ -138,6 +143,19 @@ class TileSearch {
   // Whether partial choices are pruned (TileSearchSpec::prune_partial and the Einsum qualifies):
   // then TileWorker::prune and complete enumerate it, not run().
   bool partial_pruning() const { return partial_; }
+  // A lower bound on the mapspace's size: the ways to split every rank over the levels' temporal
+  // loops (within the constraints' factor bounds) times the kept sets of every level; spatial
+  // factors and loop orders only multiply it. For messages about a mapspace too large to search.
+  double temporal_mapspace_size() const;
+  // The level with the most loop orders to try (ranks it may iterate), for the same messages.
+  int most_orders_level() const;
+  // Lower bounds on the energy and cycles of every complete mapping whose levels 0..l are
+  // `chosen` (what remains of each rank above them: `rest`). Cycles: the compute steps, i.e. the
+  // inner temporal iterations times what remains spread over at most the fan-outs above l. Energy:
+  // the operations, plus one access per compute step of each tensor at its innermost keeping level
+  // (the cheapest level above l that may keep it, if none below does).
+  void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
+                     double& energy_lb, double& cycles_lb) const;
 
  private:
   friend class TileWorker;
@@ -179,6 +197,11 @@ class TileSearch {
   // of them had a kept set beaten: that classification costs a bound per kept set, so a search
   // whose first rows never gain from it stops making it (exact either way).
   mutable std::atomic<int64_t> keep_rows{0}, keep_hits{0};
+  // scalar_bounds: per level l, the product of the fan-outs above l (at most 2^40); per level and
+  // tensor the energy of serving one compute step (update for the output, else read), and per
+  // level l and tensor the cheapest of those among the levels above l that may keep it.
+  std::array<int64_t, kMaxLevels> fanout_above{};
+  std::array<std::array<double, kMaxTensors>, kMaxLevels> serve_pj{}, serve_pj_above{};
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
   std::atomic<int64_t>* budget_;
@@ -236,6 +259,9 @@ class TileWorker {
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
   int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped
   int64_t fanout_skipped = 0;  // choices of the level below the top skipped: their fan-out's bounds are beaten
+  // Branch and bound (TileSearchSpec::bound_scalar): choices whose completions' lower bounds the
+  // sink beat, per level they were made at (each cut the whole subtree above it).
+  std::array<int64_t, kMaxLevels> bound_pruned{};
 
  private:
   struct State;

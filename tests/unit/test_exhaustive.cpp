@@ -2,12 +2,17 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <omp.h>
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/exhaustive.hpp"
+#include "engine/search/lane_batch.hpp"
+#include "engine/search/mapspace_toml.hpp"
+#include "engine/workload/load.hpp"
+#include "test_support.hpp"
 
 using namespace mapfuse;
 
@@ -27,6 +32,26 @@ Core small_core() {
   return c;
 }
 
+// Attention's score Einsum S[h,m,n] = Q[h,m,e] * K[h,n,e] (K in the weight role).
+Einsum attention_scores() {
+  Einsum qk;
+  qk.name = "qk";
+  qk.ranks = {{"H", 2}, {"M", 4}, {"N", 2}, {"E", 2}};
+  qk.tensors = {{"Q", TensorRole::Input, {{{0, 1}}, {{1, 1}}, {{3, 1}}}, 8},
+                {"K", TensorRole::Weight, {{{0, 1}}, {{2, 1}}, {{3, 1}}}, 8},
+                {"S", TensorRole::Output, {{{0, 1}}, {{1, 1}}, {{2, 1}}}, 8}};
+  return qk;
+}
+
+Einsum softmax_einsum() {
+  Einsum e;
+  e.name = "softmax";
+  e.op = OpKind::Softmax;
+  e.ranks = {{"M", 4}, {"P", 6}};
+  e.tensors = {{"X", TensorRole::Input, {{{0, 1}}, {{1, 1}}}, 8}, {"Y", TensorRole::Output, {{{0, 1}}, {{1, 1}}}, 8}};
+  return e;
+}
+
 // Brute force written independently of the mapper: every rank's factors over every (level, kind)
 // slot the core allows, every kept set, every order; nothing pruned.
 struct Brute {
@@ -38,6 +63,7 @@ struct Brute {
   int64_t evaluated = 0;
   std::vector<std::vector<int64_t>> t, x, y;  // [level][rank]
   std::vector<TensorMask> keep;
+  std::function<void(const CostResult&)> on_mapping;  // every mapping evaluated (t, x, y, keep hold it)
 
   Brute(const Einsum& e_, const Core& c_, Objective o) : e(e_), c(core_for(c_, e_)), obj(o), plan(compile_plan(e_, c_)) {
     const size_t L = c.levels.size(), R = e.ranks.size();
@@ -108,6 +134,7 @@ struct Brute {
       ++evaluated;
       const CostResult r = evaluate(plan, flatten(m));
       if (r.valid()) best = std::min(best, objective_value(obj, r));
+      if (on_mapping) on_mapping(r);
       return;
     }
     std::vector<int> order;
@@ -126,6 +153,27 @@ struct Brute {
     } while (std::next_permutation(order.begin(), order.end()));
   }
 };
+
+// Branch and bound (no front): the brute force's optimum, never more evaluations than the full
+// search, on one and on two threads (the incumbent is shared, so the cuts differ; the optimum not).
+void compare_bounded(const Einsum& e, const Core& c, Objective obj, double brute_best, int64_t full_evaluated) {
+  const int threads = omp_get_max_threads();
+  for (int n : {1, 2}) {
+    omp_set_num_threads(n);
+    ExhaustiveOptions opt;
+    opt.objective = obj;
+    opt.front = false;
+    const MapperResult r = exhaustive_search(e, c, {}, opt);
+    INFO(e.name << " objective " << to_string(obj) << " bounded, threads " << n);
+    REQUIRE(r.best.has_value());
+    CHECK(objective_value(obj, r.cost) == brute_best);
+    CHECK(r.pareto.empty());
+    CHECK(r.evaluated <= full_evaluated);
+    const CostResult again = evaluate(compile_plan(e, c), flatten(*r.best));
+    CHECK(objective_value(obj, again) == brute_best);
+  }
+  omp_set_num_threads(threads);
+}
 
 void compare(const Einsum& e, const Core& c, Objective obj) {
   Brute b(e, c, obj);
@@ -167,6 +215,7 @@ void compare(const Einsum& e, const Core& c, Objective obj) {
   const MapperResult by_cycles = exhaustive_search(e, c, {}, {.objective = Objective::Cycles});
   CHECK(pruned.pareto.front().energy_pj == by_energy.cost.energy_pj);
   CHECK(pruned.pareto.back().cycles == by_cycles.cost.cycles);
+  compare_bounded(e, c, obj, b.best, pruned.evaluated);
 }
 
 }  // namespace
@@ -246,6 +295,28 @@ TEST_CASE("mapper: results do not depend on the thread count, and a budget stops
   REQUIRE(a.pareto.size() == one.pareto.size());
   for (size_t i = 0; i < a.pareto.size(); ++i) CHECK(to_text(a.pareto[i].mapping, e, c) == to_text(one.pareto[i].mapping, e, c));
   CHECK_THROWS_AS(exhaustive_search(e, c, {}, {.max_mappings = 100}), InputError);
+  // The refusal names how large the mapspace is at least and a level to constrain.
+  try {
+    exhaustive_search(e, c, {}, {.max_mappings = 100, .front = false});
+    FAIL("no error");
+  } catch (const InputError& err) {
+    const std::string what = err.what();
+    CHECK(what.find("too large: 100 mappings evaluated") != std::string::npos);
+    CHECK(what.find("at least") != std::string::npos);
+    CHECK(what.find("temporal_order for level '") != std::string::npos);
+  }
+}
+
+// By hand: a 4x2x4 matmul on three levels splits 4 = 2^2 over three temporal loops 6 ways, 2 three
+// ways; the RF and the buffer may each keep any of 2^3 sets, DRAM keeps all: 6*3*6 * 8*8.
+TEST_CASE("mapper: the mapspace size in the refusal counts tile shapes and kept sets") {
+  const Core c = small_core();
+  CHECK(TileSearch(make_matmul("mm", 4, 2, 4), c, {}, {}).temporal_mapspace_size() == 6912.0);
+  // A fixed DRAM order over M alone: N = 2 splits over the RF and the buffer 2 ways, K = 4 3 ways.
+  Mapspace s;
+  s.levels.resize(3);
+  s.levels[2].order = std::vector<int>{0};
+  CHECK(TileSearch(make_matmul("mm", 4, 2, 4), c, s, {}).temporal_mapspace_size() == 6.0 * 2 * 3 * 64);
 }
 
 // A softmax on a vector unit (4 lanes under the RF): choices that split a rank's factor
@@ -255,12 +326,94 @@ TEST_CASE("mapper: exhaustive optimum equals a brute force (softmax on a vector 
   Core c = small_core();
   c.vector = VectorUnit{"Vector", 0, 4, 0.25};
   finalize(c, "small");
-  Einsum e;
-  e.name = "softmax";
-  e.op = OpKind::Softmax;
-  e.ranks = {{"M", 4}, {"P", 6}};
-  e.tensors = {{"X", TensorRole::Input, {{{0, 1}}, {{1, 1}}}, 8}, {"Y", TensorRole::Output, {{{0, 1}}, {{1, 1}}}, 8}};
+  const Einsum e = softmax_einsum();
   REQUIRE(core_for(c, e).compute.instances == 4 * 4);
   compare(e, c, Objective::Edp);
   compare(e, c, Objective::Cycles);
+}
+
+TEST_CASE("mapper: exhaustive optimum equals a brute force (depthwise conv and attention)") {
+  const Core c = small_core();
+  compare(make_depthwise_conv("dw", {.C = 2, .P = 4, .R = 3}, "I", "W", "O"), c, Objective::Edp);
+  const Einsum qk = attention_scores();
+  compare(qk, c, Objective::Cycles);
+}
+
+// Branch and bound against the full search on real layers under DOSA's Gemmini mapspace: the same
+// optimum to the bit, with a fraction of the evaluations. (The whole network:
+// tests/cli/map_bound_resnet18.sh.)
+TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 layers (gemmini_dosa)") {
+  const Core c = load_architecture("gemmini_default").cores.at(0);
+  const Workload w = load_workload("resnet18");
+  const std::vector<ConstraintSpec> cons = load_constraints(test::source_dir("presets/constraints/gemmini_dosa.toml"));
+  for (const char* name : {"fc", "layer4.0.downsample", "layer3.0.downsample"}) {
+    const Einsum& e = w.einsums.at(static_cast<size_t>(w.einsum_index(name)));
+    const Mapspace space = make_mapspace(cons, e, c);
+    for (Objective obj : {Objective::Edp, Objective::Energy, Objective::Cycles}) {
+      ExhaustiveOptions opt;
+      opt.objective = obj;
+      const MapperResult full = exhaustive_search(e, c, space, opt);
+      opt.front = false;
+      const MapperResult bb = exhaustive_search(e, c, space, opt);
+      INFO(name << " " << to_string(obj) << ": " << bb.evaluated << " of " << full.evaluated << " evaluated");
+      REQUIRE(full.best.has_value());
+      REQUIRE(bb.best.has_value());
+      CHECK(objective_value(obj, bb.cost) == objective_value(obj, full.cost));
+      CHECK(to_text(*bb.best, e, c) == to_text(*full.best, e, c));  // ties broken the same way
+      CHECK(bb.evaluated < full.evaluated);
+    }
+  }
+}
+
+// The lower bounds branch and bound cuts with (TileSearch::scalar_bounds) hold for every mapping
+// of the unpruned space, at every level, valid or not; and they are tight for some (so a bound
+// raised by 1 % fails this test).
+TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of the brute force") {
+  Core vec = small_core();
+  vec.vector = VectorUnit{"Vector", 0, 4, 0.25};
+  finalize(vec, "small");
+  const Einsum softmax = softmax_einsum();
+  const Einsum qk = attention_scores();
+  const Core c = small_core();
+  const std::vector<std::pair<Einsum, const Core*>> cases = {
+      {make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), &c},
+      {make_matmul("mm", 4, 2, 4), &c},
+      {make_depthwise_conv("dw", {.C = 4, .P = 4, .R = 3}, "I", "W", "O"), &c},
+      {qk, &c},
+      {softmax, &vec}};
+  for (const auto& [e, core] : cases) {
+    TileSearchSpec spec;
+    spec.bound_scalar = true;
+    const TileSearch search(e, *core, {}, spec);
+    Brute b(e, *core, Objective::Edp);
+    const int L = static_cast<int>(b.c.levels.size()), R = static_cast<int>(e.ranks.size());
+    int64_t checked = 0, exact_steps = 0, failed = 0;
+    double closest_energy = 0;  // the largest bound / energy ratio
+    b.on_mapping = [&](const CostResult& r) {
+      std::array<LevelChoice, kMaxLevels> chosen{};
+      std::array<int64_t, kMaxRanks> rest{};
+      for (int q = 0; q < R; ++q) rest[static_cast<size_t>(q)] = e.ranks[static_cast<size_t>(q)].size;
+      for (int l = 0; l < L; ++l) {
+        LevelChoice& ch = chosen[static_cast<size_t>(l)];
+        ch.keep = l == L - 1 ? static_cast<TensorMask>((1u << e.tensors.size()) - 1) : b.keep[static_cast<size_t>(l)];
+        for (int q = 0; q < R; ++q) {
+          ch.t[q] = b.t[l][q], ch.x[q] = b.x[l][q], ch.y[q] = b.y[l][q];
+          rest[q] /= ch.t[q] * ch.x[q] * ch.y[q];
+        }
+        double energy = 0, cycles = 0;
+        search.scalar_bounds(chosen.data(), l, rest, energy, cycles);
+        ++checked;
+        if (energy > r.energy_pj || cycles > r.cycles) ++failed;
+        closest_energy = std::max(closest_energy, energy / r.energy_pj);
+        // With every level chosen, the cycle bound is the model's compute steps exactly.
+        if (l == L - 1) exact_steps += cycles == r.compute_cycles;
+      }
+    };
+    b.ranks(0);
+    INFO(e.name << ": " << checked << " bounds checked, closest energy bound " << closest_energy);
+    MESSAGE(e.name << ": " << checked << " bounds checked, closest energy bound " << closest_energy);
+    CHECK(checked > 1000);
+    CHECK(failed == 0);
+    CHECK(exact_steps == b.evaluated);
+  }
 }
