@@ -301,16 +301,19 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
       for (size_t a = 0; a < e.tensors.size(); ++a) {
         const TensorAccess& ta = e.tensors[a];
         const auto& bound = bounds[acc[a].tensor];
-        TileAccess out{acc[a].tensor, ta.role, static_cast<int>(ta.dims.size()), 0,
+        TileAccess out{acc[a].tensor, ta.role, static_cast<int>(ta.dims.size()), 0, 0,
                        static_cast<uint32_t>(ts.ranges.size())};
-        int64_t vol = empty ? 0 : 1;
+        int64_t vol = empty ? 0 : 1, stream_vol = 1;
         for (size_t d = 0; d < ta.dims.size(); ++d) {
           Range b{acc[a].shifted ? ta.offset[d] : 0, 0};
           b.hi = b.lo + 1;
+          int64_t nominal = 1;
           for (const auto& term : ta.dims[d]) {
             b.lo += term.coeff * eff[term.rank].lo;
             b.hi += term.coeff * (eff[term.rank].hi - 1);
+            nominal += term.coeff * (ts.ranges[r0 + term.rank].size() - 1);
           }
+          stream_vol *= nominal;
           b.lo = std::max<int64_t>(b.lo, 0);
           b.hi = std::min(b.hi, bound[d]);
           if (empty || b.empty()) b = {0, 0};
@@ -318,6 +321,7 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
           ts.ranges.push_back(b);
         }
         out.bits = vol * ta.bits_per_value;
+        out.stream_bits = stream_vol * ta.bits_per_value;
         ts.accesses.push_back(out);
       }
       ts.tiles.push_back(t);

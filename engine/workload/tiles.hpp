@@ -19,6 +19,7 @@ struct Range {
   int64_t lo = 0, hi = 0;
   int64_t size() const { return hi > lo ? hi - lo : 0; }
   bool empty() const { return hi <= lo; }
+  bool operator==(const Range&) const = default;
 };
 
 // One outer-CT loop: the rank `rank` cut into `parts` tiles (0 = one tile per index, Stream's "all").
@@ -86,6 +87,10 @@ struct TileAccess {
   TensorRole role = TensorRole::Input;
   int dims = 0;
   int64_t bits = 0;  // values in the box × bits per value (0 for an empty box)
+  // As Stream sizes the CT's tensor: the window of the padded rank ranges, not clipped to the
+  // tensor (a conv's padding rows and a Pad remainder's excess included). Stream transfers and
+  // stores tensors of this size.
+  int64_t stream_bits = 0;
   uint32_t box = 0;
 };
 
