@@ -1,6 +1,7 @@
 #include "engine/workload/tile_graph.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 #include <variant>
 
@@ -27,12 +28,22 @@ using Tree = bgi::rtree<std::pair<Box<D>, int>, bgi::quadratic<16>>;
 static_assert(kMaxTensorDims == 6, "one tree type per tensor rank");
 using AnyTree = std::variant<std::monostate, Tree<1>, Tree<2>, Tree<3>, Tree<4>, Tree<5>, Tree<6>>;
 
+// The dimensions in which the producer CTs of a tensor differ: in any other one every producer
+// box spans the whole tensor, so it overlaps every non-empty consumer box there, and the tree can
+// leave it out (fewer dimensions, cheaper queries; FSRCNN's row x column tiles need 2 of 4).
+struct TensorIndex {
+  AnyTree tree;
+  std::array<int, kMaxTensorDims> dims{};
+  int k = -1;              // number of dimensions in the tree; -1 = not built yet
+  std::vector<int> every;  // k = 0: every producer CT with a non-empty output
+};
+
 template <int D>
-Box<D> to_box(std::span<const Range> r) {
+Box<D> to_box(std::span<const Range> r, const std::array<int, kMaxTensorDims>& dims) {
   Box<D> b;
   [&]<size_t... I>(std::index_sequence<I...>) {
-    ((bg::set<bg::min_corner, I>(b, static_cast<double>(r[I].lo)),
-      bg::set<bg::max_corner, I>(b, static_cast<double>(r[I].hi - 1))),
+    ((bg::set<bg::min_corner, I>(b, static_cast<double>(r[dims[I]].lo)),
+      bg::set<bg::max_corner, I>(b, static_cast<double>(r[dims[I]].hi - 1))),
      ...);
   }(std::make_index_sequence<D>{});
   return b;
@@ -58,24 +69,38 @@ const TileAccess& output_access(const TileSet& ts, int tile) {
 }
 
 template <int D>
-Tree<D> build_tree(const TileSet& ts, int layer) {
+Tree<D> build_tree(const TileSet& ts, int layer, const std::array<int, kMaxTensorDims>& dims) {
   std::vector<std::pair<Box<D>, int>> boxes;
   boxes.reserve(ts.layer_first[layer + 1] - ts.layer_first[layer]);
   for (int p = ts.layer_first[layer]; p < ts.layer_first[layer + 1]; ++p) {
     const auto box = ts.box(output_access(ts, p));
-    if (!is_empty(box)) boxes.emplace_back(to_box<D>(box), p);
+    if (!is_empty(box)) boxes.emplace_back(to_box<D>(box, dims), p);
   }
   return Tree<D>(boxes.begin(), boxes.end());  // bulk loading (packing)
 }
 
-AnyTree make_tree(const TileSet& ts, int layer, int dims) {
-  switch (dims) {
-    case 1: return build_tree<1>(ts, layer);
-    case 2: return build_tree<2>(ts, layer);
-    case 3: return build_tree<3>(ts, layer);
-    case 4: return build_tree<4>(ts, layer);
-    case 5: return build_tree<5>(ts, layer);
-    default: return build_tree<6>(ts, layer);
+void build_index(TensorIndex& ix, const TileSet& ts, int layer, std::span<const int64_t> bound) {
+  const int nd = static_cast<int>(bound.size());
+  bool differs[kMaxTensorDims] = {};
+  for (int p = ts.layer_first[layer]; p < ts.layer_first[layer + 1]; ++p) {
+    const auto box = ts.box(output_access(ts, p));
+    if (is_empty(box)) continue;
+    for (int d = 0; d < nd; ++d) differs[d] |= box[d].lo != 0 || box[d].hi != bound[d];
+  }
+  ix.k = 0;
+  for (int d = 0; d < nd; ++d)
+    if (differs[d]) ix.dims[ix.k++] = d;
+  switch (ix.k) {
+    case 0:
+      for (int p = ts.layer_first[layer]; p < ts.layer_first[layer + 1]; ++p)
+        if (!is_empty(ts.box(output_access(ts, p)))) ix.every.push_back(p);
+      break;
+    case 1: ix.tree = build_tree<1>(ts, layer, ix.dims); break;
+    case 2: ix.tree = build_tree<2>(ts, layer, ix.dims); break;
+    case 3: ix.tree = build_tree<3>(ts, layer, ix.dims); break;
+    case 4: ix.tree = build_tree<4>(ts, layer, ix.dims); break;
+    case 5: ix.tree = build_tree<5>(ts, layer, ix.dims); break;
+    default: ix.tree = build_tree<6>(ts, layer, ix.dims); break;
   }
 }
 
@@ -87,10 +112,10 @@ TileGraph connect_tiles(const Workload& w, TileSet tiles, EdgeSearch search) {
   const TileSet& ts = g.tiles;
   const int n = static_cast<int>(w.einsums.size());
   g.first_pred.reserve(ts.tiles.size() + 1);
-  g.edges.reserve(ts.tiles.size() * 4);
+  const auto bounds = tensor_bounds(w);
 
-  // Trees live from the first consumer layer of a tensor to its last one.
-  std::vector<AnyTree> trees(w.tensors.size());
+  // An index lives from the first to the last consumer layer of its tensor.
+  std::vector<TensorIndex> index(w.tensors.size());
   std::vector<int> last_consumer(w.tensors.size(), -1);
   for (size_t t = 0; t < w.tensors.size(); ++t)
     for (int c : w.tensors[t].consumers) last_consumer[t] = std::max(last_consumer[t], c);
@@ -98,11 +123,17 @@ TileGraph connect_tiles(const Workload& w, TileSet tiles, EdgeSearch search) {
   std::vector<int> found;
   for (int layer = 0; layer < n; ++layer) {
     const int groups = ts.layer_groups[layer];
-    const int first = ts.layer_first[layer];
-    for (int c = first; c < ts.layer_first[layer + 1]; ++c) {
+    const int first = ts.layer_first[layer], end = ts.layer_first[layer + 1];
+    for (int c = first; c < end; ++c) {
+      // The layer's CTs have about as many predecessors as its second one (the first has no
+      // intra edge): reserve for them once instead of growing the array by doubling.
+      if (c == first + 2 && end - c > 2) {
+        const size_t per = g.edges.size() - g.first_pred[first + 1];
+        g.edges.reserve(std::max(g.edges.capacity(), g.edges.size() + (per + 1) * (end - c) * 9 / 8));
+      }
       g.first_pred.push_back(static_cast<int>(g.edges.size()));
       const int sub = ts.tiles[c].sub_id;
-      if (sub >= groups) g.edges.push_back({c - groups, c, EdgeKind::Intra, -1, 0, 0});
+      if (sub >= groups) g.edges.push_back({c - groups, c, -1, EdgeKind::Intra, 0, 0});
       for (const TileAccess& a : ts.tile_accesses(c)) {
         if (a.role == TensorRole::Output) continue;
         const int producer = w.tensors[a.tensor].producer;
@@ -110,32 +141,33 @@ TileGraph connect_tiles(const Workload& w, TileSet tiles, EdgeSearch search) {
         const auto qbox = ts.box(a);
         if (is_empty(qbox)) continue;
         found.clear();
-        if (search == EdgeSearch::Pairwise || a.dims == 0) {  // a scalar overlaps every producer CT
+        if (search == EdgeSearch::Pairwise) {
           for (int p = ts.layer_first[producer]; p < ts.layer_first[producer + 1]; ++p)
             if (overlap_volume(ts.box(output_access(ts, p)), qbox) > 0) found.push_back(p);
         } else {
-          AnyTree& tree = trees[a.tensor];
-          if (tree.index() == 0) tree = make_tree(ts, producer, a.dims);
+          TensorIndex& ix = index[a.tensor];
+          if (ix.k < 0) build_index(ix, ts, producer, bounds[a.tensor]);
+          if (ix.k == 0) found = ix.every;
           std::visit(
               [&]<typename T>(const T& tr) {
                 if constexpr (!std::is_same_v<T, std::monostate>) {
                   constexpr int D = bg::dimension<typename T::bounds_type>::value;
-                  tr.query(bgi::intersects(to_box<D>(qbox)),
+                  tr.query(bgi::intersects(to_box<D>(qbox, ix.dims)),
                            boost::make_function_output_iterator([&](const auto& v) { found.push_back(v.second); }));
                 }
               },
-              tree);
+              ix.tree);
           std::sort(found.begin(), found.end());
         }
+        const int64_t bpv = w.tensors[a.tensor].bits_per_value;
         for (int p : found) {
           const TileAccess& out = output_access(ts, p);
-          const int64_t bpv = w.tensors[a.tensor].bits_per_value;
-          g.edges.push_back({p, c, EdgeKind::Inter, a.tensor, overlap_volume(ts.box(out), qbox) * bpv, out.bits});
+          g.edges.push_back({p, c, a.tensor, EdgeKind::Inter, overlap_volume(ts.box(out), qbox) * bpv, out.bits});
         }
       }
     }
-    for (size_t t = 0; t < trees.size(); ++t)
-      if (last_consumer[t] == layer) trees[t] = std::monostate{};
+    for (size_t t = 0; t < index.size(); ++t)
+      if (last_consumer[t] == layer) index[t] = TensorIndex{};
   }
   g.first_pred.push_back(static_cast<int>(g.edges.size()));
   return g;

@@ -15,10 +15,10 @@ enum class EdgeKind : uint8_t { Intra, Inter };
 
 struct TileEdge {
   int producer = -1, consumer = -1;  // tile indices
+  int tensor = -1;                   // Workload tensor carried; -1 for an intra edge
   EdgeKind kind = EdgeKind::Intra;
-  int tensor = -1;             // Workload tensor carried; -1 for an intra edge
-  int64_t bits = 0;            // the overlap of the produced and the consumed box; 0 for intra
-  int64_t producer_bits = 0;   // the producer CT's whole output (what Stream moves); 0 for intra
+  int64_t bits = 0;           // the overlap of the produced and the consumed box; 0 for intra
+  int64_t producer_bits = 0;  // the producer CT's whole output (Stream moves whole outputs); 0 for intra
 };
 
 struct TileGraph {

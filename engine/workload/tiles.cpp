@@ -233,6 +233,18 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
     }
     for (int k = 0; k < static_cast<int>(loops[i].size()); ++k)
       (k < n_intra_loops[i] ? n_intra[i] : n_inter[i]) *= loops[i][k].count;
+    // Ranges are 32-bit: every rank (padded) and every tensor dimension must fit.
+    constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+    for (const auto& r : e.ranks)
+      if (2 * r.size > kMax)
+        throw InputError({}, fmt::format("layers[{}]", i),
+                         fmt::format("rank '{}' of '{}' has {} indices; tiles support below 2^30", r.name,
+                                     e.name, r.size));
+    for (const auto& ta : e.tensors)
+      for (int64_t b : bounds[w.tensor_index(ta.name)])
+        if (b > kMax)
+          throw InputError({}, fmt::format("layers[{}]", i),
+                           fmt::format("tensor '{}' has a dimension of {}; tiles support below 2^31", ta.name, b));
     const size_t nt = static_cast<size_t>(n_intra[i] * n_inter[i]);
     size_t dims = 0;
     for (const auto& ta : e.tensors) dims += ta.dims.size();
@@ -284,41 +296,42 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
       t.accesses = static_cast<uint32_t>(ts.accesses.size());
       t.n_ranks = static_cast<uint16_t>(nr);
       t.n_accesses = static_cast<uint16_t>(e.tensors.size());
-      Range eff[kMaxRanks];  // the real work: rank ranges clipped to the rank
+      struct {
+        int64_t lo, hi;
+      } eff[kMaxRanks];  // the real work: rank ranges clipped to the rank
       bool empty = false;
-      const size_t r0 = ts.ranges.size();
-      for (int r = 0; r < nr; ++r) ts.ranges.push_back({0, e.ranks[r].size});
+      int64_t lo[kMaxRanks], hi[kMaxRanks];  // the CT's rank ranges, padding included
+      for (int r = 0; r < nr; ++r) lo[r] = 0, hi[r] = e.ranks[r].size;
       for (size_t k = 0; k < lp.size(); ++k) {
-        Range& rr = ts.ranges[r0 + lp[k].rank];
-        rr.lo = idx[k] * lp[k].tile;
-        rr.hi = rr.lo + lp[k].tile;
-        if (opt.remainder == Remainder::Ragged) rr.hi = std::min(rr.hi, e.ranks[lp[k].rank].size);
+        const int r = lp[k].rank;
+        lo[r] = idx[k] * lp[k].tile;
+        hi[r] = lo[r] + lp[k].tile;
+        if (opt.remainder == Remainder::Ragged) hi[r] = std::min(hi[r], e.ranks[r].size);
       }
       for (int r = 0; r < nr; ++r) {
-        eff[r] = {ts.ranges[r0 + r].lo, std::min(ts.ranges[r0 + r].hi, e.ranks[r].size)};
-        empty |= eff[r].empty();
+        ts.ranges.push_back({static_cast<int32_t>(lo[r]), static_cast<int32_t>(hi[r])});
+        eff[r] = {lo[r], std::min(hi[r], e.ranks[r].size)};
+        empty |= eff[r].hi <= eff[r].lo;
       }
       for (size_t a = 0; a < e.tensors.size(); ++a) {
         const TensorAccess& ta = e.tensors[a];
         const auto& bound = bounds[acc[a].tensor];
-        TileAccess out{acc[a].tensor, ta.role, static_cast<int>(ta.dims.size()), 0, 0,
-                       static_cast<uint32_t>(ts.ranges.size())};
+        TileAccess out{acc[a].tensor, static_cast<uint32_t>(ts.ranges.size()), 0, 0, ta.role,
+                       static_cast<uint8_t>(ta.dims.size())};
         int64_t vol = empty ? 0 : 1, stream_vol = 1;
         for (size_t d = 0; d < ta.dims.size(); ++d) {
-          Range b{acc[a].shifted ? ta.offset[d] : 0, 0};
-          b.hi = b.lo + 1;
-          int64_t nominal = 1;
+          int64_t blo = acc[a].shifted ? ta.offset[d] : 0, bhi = blo + 1, nominal = 1;
           for (const auto& term : ta.dims[d]) {
-            b.lo += term.coeff * eff[term.rank].lo;
-            b.hi += term.coeff * (eff[term.rank].hi - 1);
-            nominal += term.coeff * (ts.ranges[r0 + term.rank].size() - 1);
+            blo += term.coeff * eff[term.rank].lo;
+            bhi += term.coeff * (eff[term.rank].hi - 1);
+            nominal += term.coeff * (hi[term.rank] - lo[term.rank] - 1);
           }
           stream_vol *= nominal;
-          b.lo = std::max<int64_t>(b.lo, 0);
-          b.hi = std::min(b.hi, bound[d]);
-          if (empty || b.empty()) b = {0, 0};
-          vol *= b.size();
-          ts.ranges.push_back(b);
+          blo = std::max<int64_t>(blo, 0);
+          bhi = std::min(bhi, bound[d]);
+          if (empty || bhi <= blo) blo = bhi = 0;
+          vol *= bhi - blo;
+          ts.ranges.push_back({static_cast<int32_t>(blo), static_cast<int32_t>(bhi)});
         }
         out.bits = vol * ta.bits_per_value;
         out.stream_bits = stream_vol * ta.bits_per_value;

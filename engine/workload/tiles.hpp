@@ -14,9 +14,10 @@
 
 namespace mapfuse {
 
-// Half-open [lo, hi); empty when hi <= lo.
+// Half-open [lo, hi); empty when hi <= lo. 32-bit: a graph of 10^6 CTs holds ~2*10^7 of them
+// (generate_tiles refuses ranks and tensors of 2^31 or more).
 struct Range {
-  int64_t lo = 0, hi = 0;
+  int32_t lo = 0, hi = 0;
   int64_t size() const { return hi > lo ? hi - lo : 0; }
   bool empty() const { return hi <= lo; }
   bool operator==(const Range&) const = default;
@@ -83,15 +84,15 @@ int64_t weight_bits(const Workload& w, int einsum);
 // ---- the tiles --------------------------------------------------------------------------------
 // One tensor a CT reads or writes: `dims` ranges from TileSet::ranges[box].
 struct TileAccess {
-  int tensor = -1;  // index into Workload::tensors
-  TensorRole role = TensorRole::Input;
-  int dims = 0;
-  int64_t bits = 0;  // values in the box × bits per value (0 for an empty box)
+  int tensor = -1;    // index into Workload::tensors
+  uint32_t box = 0;   // first of `dims` ranges in TileSet::ranges
+  int64_t bits = 0;   // values in the box × bits per value (0 for an empty box)
   // As Stream sizes the CT's tensor: the window of the padded rank ranges, not clipped to the
   // tensor (a conv's padding rows and a Pad remainder's excess included). Stream transfers and
   // stores tensors of this size.
   int64_t stream_bits = 0;
-  uint32_t box = 0;
+  TensorRole role = TensorRole::Input;
+  uint8_t dims = 0;
 };
 
 struct Tile {

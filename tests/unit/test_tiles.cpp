@@ -488,8 +488,8 @@ TEST_CASE("tiles: Stream's 2-conv fused run: 448 CNs, 3096 edges, its order") {
   for (const auto& row : r.cns.rows) {
     const int t = r.g.tiles.layer_first[r.layer.at(std::stoi(row[lid]))] + std::stoi(row[sid]);
     const auto rr = r.g.tiles.rank_ranges(t);
-    CHECK(rr[2] == Range{std::stoll(row[oy0]), std::stoll(row[oy1])});
-    CHECK(rr[5] == Range{std::stoll(row[k0]), std::stoll(row[k1])});
+    CHECK(rr[2] == Range{std::stoi(row[oy0]), std::stoi(row[oy1])});
+    CHECK(rr[5] == Range{std::stoi(row[k0]), std::stoi(row[k1])});
   }
 }
 
