@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "cli/commands.hpp"
@@ -40,7 +41,7 @@ Command add_run_command(CLI::App& app) {
   struct Options {
     std::string study, output, slice;
     int threads = 0;
-    bool quiet = false;
+    bool quiet = false, recompute_stale = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("study", o->study, "study TOML")->required();
@@ -51,6 +52,9 @@ Command add_run_command(CLI::App& app) {
                   "cost, into a partial file for `mapfuse merge` (one job-array task per slice)");
   cmd->add_option("--threads", o->threads, "units computed at once per rank (0 = all cores)");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
+  cmd->add_flag("--recompute-stale", o->recompute_stale,
+                "resume a journal some of whose results another mapfuse version or cost model computed: "
+                "compute those units again (their new results replace the old ones)");
   return {cmd, [o, slice_opt]() {
             const StudySlice slice = slice_opt->count() > 0 ? parse_slice(o->slice) : StudySlice{};
             std::unique_ptr<MpiSession> mpi;
@@ -87,11 +91,30 @@ Command add_run_command(CLI::App& app) {
             std::set<std::string> finished, ids;
             for (const WorkUnit& u : units) ids.insert(u.id);
             size_t stale = 0;
+            const std::string producer = result_producer();
+            std::map<std::string, size_t> other_producers;  // producer -> results
             for (const auto& r : results) {
+              if (r.producer != producer) {
+                ++other_producers[r.producer.empty() ? "an unrecorded version" : r.producer];
+                if (o->recompute_stale) continue;  // not finished: computed again, replacing it
+              }
               if (r.kind == "ffm_join") continue;  // made by the master from the slices, not a unit
-              finished.insert(r.unit_id);
               stale += ids.count(r.unit_id) == 0;
+              finished.insert(r.unit_id);
             }
+            if (!other_producers.empty() && !o->recompute_stale) {
+              std::string which;
+              for (const auto& [p, n] : other_producers) which += fmt::format("{}{} by {}", which.empty() ? "" : ", ", n, p);
+              throw InputError({}, journal_path(output),
+                               fmt::format("holds results computed by another mapfuse version or cost model ({}); this "
+                                           "is {} (version/model fingerprint). Resuming would mix two cost models in one "
+                                           "file: pass --recompute-stale to compute those units again, or write to a "
+                                           "new --output",
+                                           which, producer));
+            }
+            // Recomputed units replace their old results (the journal keeps a unit's last line).
+            if (o->recompute_stale)
+              std::erase_if(results, [&](const UnitResult& r) { return r.producer != producer; });
             if (stale > 0)
               throw InputError({}, journal_path(output),
                                fmt::format("holds {} results of units this study does not have (their parameters "
@@ -116,15 +139,17 @@ Command add_run_command(CLI::App& app) {
               fmt::print(stderr, "\r{} / {} units  {:.1f}/s  ETA {:.0f} s   ", done, n, rate, rate > 0 ? (n - done) / rate : 0.0);
               if (done == n) fmt::print(stderr, "\n");
             };
-            auto sink = [&](const UnitResult& r) {
+            auto sink = [&](UnitResult r) {
+              r.producer = producer;
               journal->append(r);
-              results.push_back(r);
+              results.push_back(std::move(r));
             };
             const RunReport report = g_mpi ? run_mpi(units, &run_unit, sink, opts)
                                            : run_local(units, &run_unit, sink, opts);
             if (!master) return 0;
             StudyMeta meta;
             meta.name = study.name;
+            meta.mapfuse_version = producer;
             meta.study_id = journal->study_id();
             meta.toml_text = study.toml_text;
             meta.start_time = journal->start_time();  // the first run's, kept across resumes

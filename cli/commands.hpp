@@ -26,5 +26,7 @@ Command add_validate_command(CLI::App& app);
 Command add_demo_command(CLI::App& app);
 Command add_optimize_command(CLI::App& app);
 Command add_ffm_command(CLI::App& app);
+Command add_schedule_command(CLI::App& app);
+Command add_partition_command(CLI::App& app);
 
 }  // namespace mapfuse::cli

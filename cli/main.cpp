@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
       cli::add_map_command(app),      cli::add_run_command(app),      cli::add_report_command(app),
       cli::add_validate_command(app), cli::add_demo_command(app),
       cli::add_merge_command(app),    cli::add_optimize_command(app),
-      cli::add_ffm_command(app),
+      cli::add_ffm_command(app),      cli::add_schedule_command(app),
+      cli::add_partition_command(app),
   };
   try {
     app.parse(argc, argv);

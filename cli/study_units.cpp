@@ -17,6 +17,7 @@
 #include "engine/search/mapspace.hpp"
 #include "engine/search/mapspace_toml.hpp"
 #include "engine/search/random_search.hpp"
+#include "engine/validation/model_fingerprint.hpp"
 #include "engine/workload/load.hpp"
 
 namespace mapfuse::cli {
@@ -269,6 +270,11 @@ UnitResult run_ffm_baseline(const WorkUnit& unit) {
   return r;
 }
 
+const std::string& result_producer() {
+  static const std::string p = std::string("mapfuse ") + MAPFUSE_VERSION + "/" + model_fingerprint();
+  return p;
+}
+
 void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
                         const std::function<void(const UnitResult&)>& append) {
   if (!is_fused_method(study.method.name)) return;
@@ -302,6 +308,7 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
     UnitResult r;
     r.unit_id = stable_id("ffm_join\n" + k);
     r.kind = "ffm_join";
+    r.producer = result_producer();
     r.label = g.label;
     if (by_id.count(r.unit_id)) continue;  // joined in an earlier run
     std::vector<std::string> slices;

@@ -40,6 +40,10 @@ UnitResult run_ffm_baseline(const WorkUnit& unit);
 // Any of the above by the unit's kind.
 UnitResult run_unit(const WorkUnit& unit);
 
+// What computes this process's results: "<mapfuse version>/<model fingerprint>"
+// (engine/validation/model_fingerprint.hpp). Journaled with every result; resume refuses others.
+const std::string& result_producer();
+
 // Joins FFM's generated pmappings (docs/ffm.md, "Distribution and studies"): for every (point,
 // workload) of a study with method "ffm" whose generation units are all in `results` and whose
 // join is not, merges the slices, joins them, and passes one "ffm_join" result (the optimum for

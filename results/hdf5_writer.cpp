@@ -502,6 +502,8 @@ StudyFile read_study_h5(const std::string& path) {
   if (!units.empty()) H5Dvlen_reclaim(t.unit_mem, units_space, H5P_DEFAULT, units.data());
   if (!levels.empty()) H5Dvlen_reclaim(t.level_mem, levels_space, H5P_DEFAULT, levels.data());
   if (!pareto.empty()) H5Dvlen_reclaim(t.pareto_mem, pareto_space, H5P_DEFAULT, pareto.data());
+  // A run refuses to mix producers, so the file's version/fingerprint is every result's.
+  for (UnitResult& r : out.results) r.producer = out.meta.mapfuse_version;
   return out;
 }
 

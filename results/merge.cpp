@@ -27,6 +27,12 @@ std::vector<StudyPart> read_study_parts(const std::vector<std::string>& paths, c
       throw InputError({path, 0, 0}, "",
                        "part belongs to a different study ('" + m.name + "', study id " + m.study_id +
                            "; this study is " + study_id + "); refusing to mix results");
+    if (!parts.empty() && m.mapfuse_version != parts.front().file.meta.mapfuse_version)
+      throw InputError({path, 0, 0}, "",
+                       "part was computed by " + m.mapfuse_version + ", '" + parts.front().path + "' by " +
+                           parts.front().file.meta.mapfuse_version +
+                           " (version/model fingerprint); refusing to mix two cost models in one file: re-run "
+                           "the parts with one build");
     if (!m.slice.whole()) {
       auto [it, fresh] = slices.emplace(std::make_pair(m.slice.index, m.slice.count), path);
       if (!fresh)
@@ -48,6 +54,7 @@ StudyFile merge_study_parts(const std::vector<StudyPart>& parts, const std::vect
   out.meta.name = first.name;
   out.meta.study_id = first.study_id;
   out.meta.toml_text = first.toml_text;
+  out.meta.mapfuse_version = first.mapfuse_version;
   out.meta.end_time = iso8601_now();
   out.meta.ranks = 0;
   out.meta.threads = 0;

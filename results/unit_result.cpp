@@ -51,6 +51,7 @@ std::string to_json(const UnitResult& r) {
   j["message"] = r.message;
   j["rank"] = r.rank;
   j["wall_seconds"] = num(r.wall_seconds);
+  if (!r.producer.empty()) j["producer"] = r.producer;
   j["energy_pj"] = num(r.energy_pj);
   j["cycles"] = num(r.cycles);
   j["edp"] = num(r.edp);
@@ -80,6 +81,7 @@ UnitResult unit_result_from_json(const std::string& text) {
     r.message = j.at("message").get<std::string>();
     r.rank = j.at("rank").get<int>();
     r.wall_seconds = get_num(j.at("wall_seconds"));
+    if (j.contains("producer")) r.producer = j.at("producer").get<std::string>();
     r.energy_pj = get_num(j.at("energy_pj"));
     r.cycles = get_num(j.at("cycles"));
     r.edp = get_num(j.at("edp"));

@@ -18,6 +18,10 @@ struct UnitResult {
   std::string message;  // the failure's reason (Failed)
   int rank = 0;         // the rank that computed it
   double wall_seconds = 0;
+  // What computed it: "<mapfuse version>/<model fingerprint>" (cli/model_fingerprint.hpp). A
+  // resumed run refuses results another producer journaled, so one file never mixes cost
+  // models. Empty in journals written before it was recorded.
+  std::string producer;
 
   // Metrics of a Done unit (0 / empty when not applicable).
   double energy_pj = 0;

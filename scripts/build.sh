@@ -5,5 +5,5 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
 type="${2:-Release}"
 bash "$root/scripts/setup.sh"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DMAPFUSE_WERROR="${MAPFUSE_WERROR:-OFF}" >/dev/null
 cmake --build "$build" -j "$(nproc)"

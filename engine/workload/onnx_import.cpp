@@ -10,13 +10,10 @@
 #include "engine/workload/onnx_import.hpp"
 
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -26,6 +23,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/common/error.hpp"
+#include "engine/workload/onnx_model.hpp"
 
 namespace mapfuse {
 namespace {
@@ -143,33 +141,12 @@ std::vector<std::string> supported_ops() {
   std::vector<std::string> v = {"Conv", "QLinearConv", "Gemm", "MatMul", "QLinearMatMul",
                                 "MaxPool", "AveragePool", "LpPool", "GlobalAveragePool",
                                 "GlobalMaxPool", "QLinearGlobalAveragePool", "Softmax",
-                                "LogSoftmax", "Concat", "Pad", "Constant", "Shape", "Size"};
+                                "LogSoftmax", "Concat", "Pad", "Resize", "Upsample", "Constant", "Shape",
+                                "Size"};
   v.insert(v.end(), kUnary.begin(), kUnary.end());
   v.insert(v.end(), kBinary.begin(), kBinary.end());
   v.insert(v.end(), kAlias.begin(), kAlias.end());
   return v;
-}
-
-std::optional<std::vector<int64_t>> tensor_ints(const onnx::TensorProto& t) {
-  const auto dt = t.data_type();
-  if (dt == onnx::TensorProto::INT64) {
-    if (t.int64_data_size() > 0) return std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end());
-    if (t.has_raw_data() && t.raw_data().size() % 8 == 0) {
-      std::vector<int64_t> v(t.raw_data().size() / 8);
-      std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-      return v;
-    }
-  } else if (dt == onnx::TensorProto::INT32) {
-    if (t.int32_data_size() > 0) return std::vector<int64_t>(t.int32_data().begin(), t.int32_data().end());
-    if (t.has_raw_data() && t.raw_data().size() % 4 == 0) {
-      std::vector<int32_t> v(t.raw_data().size() / 4);
-      std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-      return std::vector<int64_t>(v.begin(), v.end());
-    }
-  }
-  if (t.dims_size() == 0 && dt == onnx::TensorProto::INT64 && t.int64_data_size() == 0 && !t.has_raw_data())
-    return std::nullopt;
-  return std::nullopt;
 }
 
 class Importer {
@@ -182,7 +159,7 @@ class Importer {
     for (const auto& t : g.initializer()) {
       static_.insert(t.name());
       shapes_[t.name()] = Shape(t.dims().begin(), t.dims().end());
-      if (auto v = tensor_ints(t)) ints_[t.name()] = *v;
+      if (auto v = onnx_tensor_ints(t)) ints_[t.name()] = *v;
     }
     for (const auto& vi : g.value_info()) record_shape(vi);
     for (const auto& vi : g.output()) record_shape(vi);
@@ -206,56 +183,14 @@ class Importer {
   }
 
  private:
-  void load() {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!fs::exists(path_, ec))
-      throw InputError({path_, 0, 0}, {}, "cannot open ONNX file: no such file");
-    if (fs::is_directory(path_, ec))
-      throw InputError({path_, 0, 0}, {}, "is a directory; expected an .onnx model file");
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) throw InputError({path_, 0, 0}, {}, std::string("cannot open ONNX file: ") + std::strerror(errno));
-    if (!model_.ParseFromIstream(&in))
-      throw InputError({path_, 0, 0}, {},
-                       "not a valid ONNX model: protobuf parsing failed (the file is truncated, "
-                       "corrupt or not an ONNX ModelProto)");
-    if (!model_.has_graph() || model_.graph().node_size() == 0)
-      throw InputError({path_, 0, 0}, {},
-                       "ONNX model has no graph nodes (empty, truncated or not an ONNX file); "
-                       "expected a ModelProto whose graph has at least one node");
-    // Symbolic (dynamic) input dimensions are taken as 1 before shape inference.
-    std::set<std::string> inits;
-    for (const auto& t : model_.graph().initializer()) inits.insert(t.name());
-    for (auto& in_vi : *model_.mutable_graph()->mutable_input()) {
-      if (inits.count(in_vi.name()) || !in_vi.type().has_tensor_type() ||
-          !in_vi.type().tensor_type().has_shape())
-        continue;
-      for (auto& d : *in_vi.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim())
-        if (!d.has_dim_value() || d.dim_value() <= 0) d.set_dim_value(1);
-    }
-    try {
-      onnx::shape_inference::InferShapes(model_);
-    } catch (const std::exception&) {
-      // Not fatal: shapes of supported operators are derived below.
-    }
-  }
+  void load() { read_onnx_model(path_, model_); }
 
   void record_shape(const onnx::ValueInfoProto& vi) {
-    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-    Shape s;
-    for (const auto& d : vi.type().tensor_type().shape().dim()) {
-      if (!d.has_dim_value() || d.dim_value() <= 0) return;
-      s.push_back(d.dim_value());
-    }
-    shapes_[vi.name()] = s;
+    if (auto d = onnx_static_shape(vi)) shapes_[vi.name()] = *d;
   }
 
-  std::string node_key(const onnx::NodeProto& n) const {
-    std::string name = n.name().empty() ? (n.output_size() ? n.output(0) : std::string("?")) : n.name();
-    return "node '" + name + "' (" + n.op_type() + ")";
-  }
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const {
-    throw InputError({path_, 0, 0}, node_key(n), msg);
+    throw InputError({path_, 0, 0}, onnx_node_key(n), msg);
   }
 
   static const onnx::AttributeProto* attr(const onnx::NodeProto& n, std::string_view name) {
@@ -489,7 +424,7 @@ class Importer {
       if (op == "Constant") {
         if (const auto* a = attr(n, "value")) {
           shapes_[n.output(0)] = Shape(a->t().dims().begin(), a->t().dims().end());
-          if (auto v = tensor_ints(a->t())) ints_[n.output(0)] = *v;
+          if (auto v = onnx_tensor_ints(a->t())) ints_[n.output(0)] = *v;
         } else if (const auto* a2 = attr(n, "value_ints")) {
           ints_[n.output(0)] = {a2->ints().begin(), a2->ints().end()};
           shapes_[n.output(0)] = {static_cast<int64_t>(a2->ints_size())};
@@ -528,7 +463,7 @@ class Importer {
           Shape s = shape_of(n, in);
           outs = broadcast(n, outs, s);
         }
-      if (opt_.fold_unary && outs == v.shape) {
+      if (opt_.fold_unary && !opt_.keep_all_ops && outs == v.shape) {
         views_[out] = v;
         shapes_[out] = v.shape;
         return;
@@ -557,6 +492,7 @@ class Importer {
       set_output(n, out, outs);
       return;
     }
+    if (op == "Resize" || op == "Upsample") return resize(n);
     if (kAlias.count(op) || op == "Cast") return alias(n);
     (void)index;
     std::string ops;
@@ -589,9 +525,7 @@ class Importer {
         for (int64_t i = static_cast<int64_t>(in.size()) - 1; i >= 0; --i) perm.push_back(i);
       if (perm.size() != in.size()) fail(n, "perm has the wrong length for input " + shape_str(in));
       v.transpose(perm);
-      views_[out] = v;
-      shapes_[out] = v.shape;
-      return;
+      return alias_result(n, out, v);
     }
     if (op == "Flatten") {
       int64_t axis = norm_axis(attr_i(n, "axis", 1), in.size());
@@ -646,8 +580,61 @@ class Importer {
       fail(n, "reshape from " + shape_str(in) + " to " + shape_str(*to) +
                   " mixes dimensions in a way no affine projection expresses; supported: merging "
                   "or splitting adjacent dimensions, and transposes");
-    views_[out] = v;
-    shapes_[out] = v.shape;
+    alias_result(n, out, v);
+  }
+
+  // A shape-only operator's output: a view of its input, or (keep_all_ops) a Copy Einsum that
+  // reads the input through that view.
+  void alias_result(const onnx::NodeProto& n, const std::string& out, const View& v) {
+    if (!opt_.keep_all_ops) {
+      views_[out] = v;
+      shapes_[out] = v.shape;
+      return;
+    }
+    const std::string tmp = out + "#view";
+    views_[tmp] = v;
+    std::vector<const View*> views;
+    Einsum e = pointwise(n, OpKind::Copy, v.shape, {tmp}, views, out);
+    add(n, std::move(e), views);
+    views_.erase(tmp);
+    set_output(n, out, v.shape);
+  }
+
+  // Resize: a Copy Einsum over the output. An integer upsampling factor f splits the output rank
+  // into (input index, phase), so the input is read at o / f; a size-1 input dimension is
+  // broadcast. Other factors (DeepLabV3's final 33 -> 513) have no affine projection.
+  void resize(const onnx::NodeProto& n) {
+    const View& v = act(n, n.input(0));
+    const auto outs = inferred(n.output(0));
+    if (!outs || outs->size() != v.shape.size())
+      fail(n, "the output shape is unknown; expected static sizes (a constant or Shape/Slice/Concat arithmetic)");
+    Einsum e;
+    e.name = unique_einsum_name(n);
+    e.op = OpKind::Copy;
+    const auto names = generic_rank_names(outs->size());
+    TensorAccess in{n.input(0), TensorRole::Input, {}, 8};
+    TensorAccess o{n.output(0), TensorRole::Output, {}, 8};
+    for (size_t d = 0; d < outs->size(); ++d) {
+      const int64_t a = v.shape[d], b = (*outs)[d];
+      const int r = static_cast<int>(e.ranks.size());
+      if (a == b || a == 1) {
+        e.ranks.push_back({names[d], b});
+        in.dims.push_back(a == b ? Projection{{r, 1}} : Projection{});
+        o.dims.push_back({{r, 1}});
+      } else if (b % a == 0) {
+        e.ranks.push_back({names[d], a});
+        e.ranks.push_back({names[d] + "f", b / a});
+        in.dims.push_back({{r, 1}});
+        o.dims.push_back({{r, b / a}, {r + 1, 1}});
+      } else {
+        fail(n, fmt::format("resizes dimension {} from {} to {}, which is not an integer upsampling; no "
+                            "affine projection reads its input (the operator graph, load_op_graph, reads it)",
+                            d, a, b));
+      }
+    }
+    e.tensors = {std::move(in), std::move(o)};
+    add(n, std::move(e), {&v, nullptr});
+    set_output(n, n.output(0), *outs);
   }
 
   struct Window {

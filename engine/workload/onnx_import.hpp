@@ -13,6 +13,11 @@ struct OnnxOptions {
   // produces their input (their output aliases that Einsum's output). With false, each becomes
   // an OpKind::Elementwise Einsum of its own.
   bool fold_unary = true;
+  // Every ONNX operator that reads an activation becomes an Einsum of its own (GET-fusion's
+  // computational graph as a Workload, docs/get.md): implies fold_unary = false, and the
+  // shape-only operators (Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Identity, Dropout,
+  // Cast) become Copy Einsums instead of views of their input.
+  bool keep_all_ops = false;
 };
 
 // Parses the file with the onnx protobuf, runs ONNX shape inference (errors there are not

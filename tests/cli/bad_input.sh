@@ -7,19 +7,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-# expect <name> <expected status> <regex that stderr must match> -- command...
-expect() {
-  local name="$1" status="$2" pattern="$3"
-  shift 4
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$status" ] || ! grep -Eq -- "$pattern" "$tmp/err"; then
-    echo "FAIL $name: status $rc (want $status), stderr:"; sed 's/^/    /' "$tmp/err"
-    fail=1
-  else
-    echo "ok   $name: $(head -c 200 "$tmp/err")"
-  fi
-}
+. "$(dirname "$0")/lib/expect.sh"
 
 arch() { printf '%s\n' "$1" >"$tmp/$2.toml"; echo "$tmp/$2.toml"; }
 base='name = "t"

@@ -62,4 +62,24 @@ pattern='different study'; expect2 "$bin" run "$tmp/other.toml" --output "$tmp/r
 # leave it): refused, not kept beside recomputed twins.
 mkdir -p "$tmp/stale" && sed '2s/"unit_id":"[^"]*"/"unit_id":"not-a-unit-of-this-study"/' "$tmp/killed/k.h5.journal" >"$tmp/stale/s.h5.journal"
 pattern='s.h5.journal.*holds 1 results of units this study does not have'; expect2 "$bin" run "$tmp/study.toml" --output "$tmp/stale/s.h5"
+# A journal another build wrote (another version or cost-model fingerprint): refused with both
+# producers named; --recompute-stale computes those units again and the file equals the reference.
+mkdir -p "$tmp/other"
+sed '2,3s/"producer":"[^"]*"/"producer":"mapfuse 0.0.9\/0123456789abcdef"/' "$tmp/ref/ref.h5.journal" >"$tmp/other/o.h5.journal"
+check test "$(grep -c 'mapfuse 0.0.9' "$tmp/other/o.h5.journal")" -eq 2
+pattern='o.h5.journal.*another mapfuse version or cost model \(2 by mapfuse 0.0.9/0123456789abcdef\).*--recompute-stale'
+expect2 "$bin" run "$tmp/study.toml" --output "$tmp/other/o.h5"
+check test ! -e "$tmp/other/o.h5"
+"$bin" run "$tmp/study.toml" --output "$tmp/other/o.h5" --recompute-stale 2>"$tmp/err"; rc=$?
+check test $rc -eq 0
+check grep -q 'resuming tiny: 22 of 24 units already journaled' "$tmp/err"
+/usr/bin/python3 - "$tmp" <<'PY' || fail=1
+import h5py, sys
+t = sys.argv[1]
+key = lambda p: sorted((r['id'], r['energy_pj'], r['cycles']) for r in h5py.File(p)['units'][...])
+assert key(t + '/other/o.h5') == key(t + '/ref/ref.h5')
+v = h5py.File(t + '/other/o.h5')['study'].attrs['mapfuse_version']
+assert v.startswith('mapfuse ') and '/' in v, v
+print('1 passed, 0 failed')
+PY
 exit $fail

@@ -47,6 +47,7 @@ UnitResult sample_result(int i) {
   r.label = "resnet18/conv" + std::to_string(i) + " @ pe16 \"q\" µ";
   r.rank = 1 + i % 2;
   r.wall_seconds = 0.125 * (i + 1);
+  r.producer = mapfuse_version_string();  // a study file's results carry its producer
   if (i % 4 == 3) {
     r.status = UnitResult::Status::Failed;
     r.message = "no valid mapping for layer " + std::to_string(i);

@@ -6,6 +6,9 @@
 #include <numeric>
 #include <random>
 
+#include <Eigen/Cholesky>
+#include <Eigen/Core>
+
 namespace mapfuse {
 
 void decode_genes(const SearchSpace& s, std::span<const double> g, std::span<double> x, std::span<uint8_t> fused) {
@@ -86,72 +89,42 @@ void run_genetic(SearchRun& run) {
 
 namespace {
 
-// Dense Cholesky in place (lower triangle of a row-major n x n matrix); false if not positive
-// definite.
-bool cholesky(std::vector<double>& a, int n) {
-  for (int j = 0; j < n; ++j) {
-    double d = a[j * n + j];
-    for (int k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
-    if (!(d > 0)) return false;
-    d = std::sqrt(d);
-    a[j * n + j] = d;
-    for (int i = j + 1; i < n; ++i) {
-      double s = a[i * n + j];
-      for (int k = 0; k < j; ++k) s -= a[i * n + k] * a[j * n + k];
-      a[i * n + j] = s / d;
-    }
-  }
-  return true;
-}
-void solve_lower(const std::vector<double>& l, int n, std::vector<double>& b) {
-  for (int i = 0; i < n; ++i) {
-    double s = b[i];
-    for (int k = 0; k < i; ++k) s -= l[i * n + k] * b[k];
-    b[i] = s / l[i * n + i];
-  }
-}
-void solve_upper(const std::vector<double>& l, int n, std::vector<double>& b) {  // L^T
-  for (int i = n - 1; i >= 0; --i) {
-    double s = b[i];
-    for (int k = i + 1; k < n; ++k) s -= l[k * n + i] * b[k];
-    b[i] = s / l[i * n + i];
-  }
-}
-
+// The GP's kernel matrix is factored with Eigen's LLT (Cholesky): the training set is at most
+// `bo_max_points`, so a dense factorisation per fit is cheap and exact enough.
 struct Gp {
   int n = 0, d = 0;
   double ell = 1, noise = 1e-6;
-  std::vector<double> X, L, alpha;  // X: n x d
-  double sqdist(const double* a, const double* b) const {
-    double s = 0;
-    for (int k = 0; k < d; ++k) s += (a[k] - b[k]) * (a[k] - b[k]);
-    return s;
-  }
+  Eigen::MatrixXd X;        // n x d, one training point per row
+  Eigen::LLT<Eigen::MatrixXd> llt;
+  Eigen::VectorXd alpha;    // K^-1 y
   // Fits on standardised y with an RBF kernel of length scale `ell`; returns the log marginal
   // likelihood (-inf if the kernel matrix is not positive definite).
   double fit(const std::vector<double>& Xin, const std::vector<double>& y, int n_, int d_, double ell_) {
-    n = n_, d = d_, ell = ell_, X = Xin;
-    L.assign(static_cast<size_t>(n) * n, 0);
+    n = n_, d = d_, ell = ell_;
+    X = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(Xin.data(), n, d);
+    Eigen::MatrixXd K(n, n);
     for (int i = 0; i < n; ++i)
-      for (int j = 0; j <= i; ++j)
-        L[i * n + j] = std::exp(-sqdist(&X[i * d], &X[j * d]) / (2 * ell * ell)) + (i == j ? noise + 1e-8 : 0);
-    if (!cholesky(L, n)) return -std::numeric_limits<double>::infinity();
-    alpha = y;
-    solve_lower(L, n, alpha);
-    double lml = 0;
-    for (int i = 0; i < n; ++i) lml -= 0.5 * alpha[i] * alpha[i] + std::log(L[i * n + i]);
-    solve_upper(L, n, alpha);
+      for (int j = 0; j <= i; ++j) {
+        K(i, j) = std::exp(-(X.row(i) - X.row(j)).squaredNorm() / (2 * ell * ell)) + (i == j ? noise + 1e-8 : 0);
+        K(j, i) = K(i, j);
+      }
+    llt.compute(K);
+    if (llt.info() != Eigen::Success) return -std::numeric_limits<double>::infinity();
+    const Eigen::Map<const Eigen::VectorXd> yv(y.data(), n);
+    const Eigen::VectorXd half = llt.matrixL().solve(yv);  // L^-1 y
+    const Eigen::MatrixXd L = llt.matrixL();
+    double lml = -0.5 * half.squaredNorm();
+    for (int i = 0; i < n; ++i) lml -= std::log(L(i, i));
+    alpha = llt.solve(yv);
     return lml;
   }
-  void predict(const double* x, std::vector<double>& k, double& mu, double& sd) const {
+  void predict(const double* x, Eigen::VectorXd& k, double& mu, double& sd) const {
+    const Eigen::Map<const Eigen::RowVectorXd> xv(x, d);
     k.resize(n);
-    for (int i = 0; i < n; ++i) k[i] = std::exp(-sqdist(x, &X[i * d]) / (2 * ell * ell));
-    mu = 0;
-    for (int i = 0; i < n; ++i) mu += k[i] * alpha[i];
-    solve_lower(L, n, k);
-    double v = 1 + noise;
-    for (int i = 0; i < n; ++i) v -= k[i] * k[i];
-    sd = std::sqrt(std::max(v, 1e-12));
+    for (int i = 0; i < n; ++i) k(i) = std::exp(-(xv - X.row(i)).squaredNorm() / (2 * ell * ell));
+    mu = k.dot(alpha);
+    const Eigen::VectorXd v = llt.matrixL().solve(k);
+    sd = std::sqrt(std::max(1 + noise - v.squaredNorm(), 1e-12));
   }
 };
 
@@ -190,7 +163,8 @@ void run_bayesian(SearchRun& run) {
     observe(std::move(g));
   }
   Gp gp;
-  std::vector<double> k, cand(D);
+  Eigen::VectorXd k;
+  std::vector<double> cand(D);
   const double ell_grid[] = {0.05, 0.1, 0.2, 0.4, 0.8};
   int iter = 0;
   while (!run.done()) {

@@ -842,14 +842,20 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
           for (PmappingSink::Entry& x : v[k]->list) merged.list.push_back(std::move(x));
         v[k].reset();
       }
-    std::sort(merged.list.begin(), merged.list.end(), [&](const PmappingSink::Entry& a, const PmappingSink::Entry& b) {
+    // Sorted through an index: an Entry carries a whole Pmapping, and moving those inside
+    // std::sort's heap steps is both slower and trips GCC 12's -Wmaybe-uninitialized.
+    std::vector<int> order(merged.list.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int ia, int ib) {
+      const PmappingSink::Entry& a = merged.list[ia];
+      const PmappingSink::Entry& b = merged.list[ib];
       for (int j = 0; j < merged.K; ++j)
         if (a.crit[j] != b.crit[j]) return a.crit[j] < b.crit[j];
       return a.key < b.key;
     });
     std::vector<Pmapping>& list = out.pmappings[k];
     list.reserve(merged.list.size());
-    for (PmappingSink::Entry& x : merged.list) list.push_back(std::move(x.pm));
+    for (int i : order) list.push_back(std::move(merged.list[i].pm));
     out.kept += static_cast<int64_t>(list.size());
   }
   return out;
