@@ -1,5 +1,5 @@
-// Computation-tile graphs (docs/stream_tiles.md, "Measured"): CT generation and R-tree dependency
-// search. One core:
+// Computation-tile graphs (docs/stream.md, "Computation tiles" / "Measured"): CT generation and
+// R-tree dependency search. One core:
 //   build/bench/mapfuse_bench_tiles
 // ResNet18Fused: Stream's ResNet-18 ONNX (ReLUs as layers) with Stream's tiling of the tpu_like
 // quad-core runs (one CT per output row, K split over 4 cores) and its stacks [(0..10), (11..21)],

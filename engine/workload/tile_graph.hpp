@@ -3,7 +3,7 @@
 // intra-layer edges follow the outer-CT loop order (consecutive CTs of one inter-core group),
 // inter-layer edges join a producer CT to every consumer CT whose input box of that tensor overlaps
 // the producer's output box. The overlaps are found with an R-tree per produced tensor
-// (Boost.Geometry), queried with each consumer box. docs/stream_tiles.md.
+// (Boost.Geometry), queried with each consumer box. docs/stream.md, "Computation tiles".
 #include <cstdint>
 #include <vector>
 

@@ -4,7 +4,7 @@
 // every CT knows the hyper-rectangle of every tensor it reads and writes, halos included (they come
 // from the projections) and clipped to the tensor (coordinates outside it are padding).
 // Layer stacks decide which layers are fused; the scheduling order (a priority per CT) follows
-// Stream classic's. The dependency graph over the CTs is in tile_graph.hpp. docs/stream_tiles.md.
+// Stream classic's. The dependency graph over the CTs is in tile_graph.hpp. docs/stream.md, "Computation tiles".
 #include <cstdint>
 #include <span>
 #include <string>
