@@ -5,6 +5,8 @@
 #include <utility>
 #include <variant>
 
+#include "engine/common/huge_pages.hpp"
+
 #include <boost/geometry.hpp>
 #include <boost/geometry/index/rtree.hpp>
 #include <boost/iterator/function_output_iterator.hpp>
@@ -112,6 +114,7 @@ TileGraph connect_tiles(const Workload& w, TileSet tiles, EdgeSearch search) {
   const TileSet& ts = g.tiles;
   const int n = static_cast<int>(w.einsums.size());
   g.first_pred.reserve(ts.tiles.size() + 1);
+  advise_huge_pages(g.first_pred);
   const auto bounds = tensor_bounds(w);
 
   // An index lives from the first to the last consumer layer of its tensor.
@@ -121,56 +124,84 @@ TileGraph connect_tiles(const Workload& w, TileSet tiles, EdgeSearch search) {
     for (int c : w.tensors[t].consumers) last_consumer[t] = std::max(last_consumer[t], c);
 
   std::vector<int> found;
-  for (int layer = 0; layer < n; ++layer) {
-    const int groups = ts.layer_groups[layer];
-    const int first = ts.layer_first[layer], end = ts.layer_first[layer + 1];
-    for (int c = first; c < end; ++c) {
-      // The layer's CTs have about as many predecessors as its second one (the first has no
-      // intra edge): reserve for them once instead of growing the array by doubling.
-      if (c == first + 2 && end - c > 2) {
-        const size_t per = g.edges.size() - g.first_pred[first + 1];
-        g.edges.reserve(std::max(g.edges.capacity(), g.edges.size() + (per + 1) * (end - c) * 9 / 8));
+  // Appends consumer c's edges to `out`.
+  auto append_edges = [&](int c, std::vector<TileEdge>& out) {
+    const int layer = ts.tiles[c].layer, groups = ts.layer_groups[layer];
+    if (ts.tiles[c].sub_id >= groups) out.push_back({c - groups, -1, 0});
+    for (const TileAccess& a : ts.tile_accesses(c)) {
+      if (a.role == TensorRole::Output) continue;
+      const int producer = w.tensors[a.tensor].producer;
+      if (producer < 0) continue;
+      const auto qbox = ts.box(a);
+      if (is_empty(qbox)) continue;
+      found.clear();
+      if (search == EdgeSearch::Pairwise) {
+        for (int p = ts.layer_first[producer]; p < ts.layer_first[producer + 1]; ++p)
+          if (overlap_volume(ts.box(output_access(ts, p)), qbox) > 0) found.push_back(p);
+      } else {
+        TensorIndex& ix = index[a.tensor];
+        if (ix.k < 0) build_index(ix, ts, producer, bounds[a.tensor]);
+        if (ix.k == 0) found = ix.every;
+        std::visit(
+            [&]<typename T>(const T& tr) {
+              if constexpr (!std::is_same_v<T, std::monostate>) {
+                constexpr int D = bg::dimension<typename T::bounds_type>::value;
+                tr.query(bgi::intersects(to_box<D>(qbox, ix.dims)),
+                         boost::make_function_output_iterator([&](const auto& v) { found.push_back(v.second); }));
+              }
+            },
+            ix.tree);
+        std::sort(found.begin(), found.end());
       }
-      g.first_pred.push_back(static_cast<int>(g.edges.size()));
-      const int sub = ts.tiles[c].sub_id;
-      if (sub >= groups) g.edges.push_back({c - groups, c, -1, EdgeKind::Intra, 0, 0});
-      for (const TileAccess& a : ts.tile_accesses(c)) {
-        if (a.role == TensorRole::Output) continue;
-        const int producer = w.tensors[a.tensor].producer;
-        if (producer < 0) continue;
-        const auto qbox = ts.box(a);
-        if (is_empty(qbox)) continue;
-        found.clear();
-        if (search == EdgeSearch::Pairwise) {
-          for (int p = ts.layer_first[producer]; p < ts.layer_first[producer + 1]; ++p)
-            if (overlap_volume(ts.box(output_access(ts, p)), qbox) > 0) found.push_back(p);
-        } else {
-          TensorIndex& ix = index[a.tensor];
-          if (ix.k < 0) build_index(ix, ts, producer, bounds[a.tensor]);
-          if (ix.k == 0) found = ix.every;
-          std::visit(
-              [&]<typename T>(const T& tr) {
-                if constexpr (!std::is_same_v<T, std::monostate>) {
-                  constexpr int D = bg::dimension<typename T::bounds_type>::value;
-                  tr.query(bgi::intersects(to_box<D>(qbox, ix.dims)),
-                           boost::make_function_output_iterator([&](const auto& v) { found.push_back(v.second); }));
-                }
-              },
-              ix.tree);
-          std::sort(found.begin(), found.end());
-        }
-        const int64_t bpv = w.tensors[a.tensor].bits_per_value;
-        for (int p : found) {
-          const TileAccess& out = output_access(ts, p);
-          g.edges.push_back({p, c, a.tensor, EdgeKind::Inter, overlap_volume(ts.box(out), qbox) * bpv, out.bits});
-        }
+      const int64_t bpv = w.tensors[a.tensor].bits_per_value;
+      for (int p : found) {
+        out.push_back({p, a.tensor, overlap_volume(ts.box(output_access(ts, p)), qbox) * bpv});
       }
     }
+  };
+
+  // The edge array is sized once from a sample of each layer's CTs (first, middle, last): growing
+  // it layer by layer copied every earlier edge again and was half of the time at 10^6 CTs. A low
+  // estimate only costs one reallocation. The sample builds the layers' trees early; a tree then
+  // lives from the first layer to the last consumer layer of its tensor.
+  {
+    std::vector<TileEdge> sample;
+    double estimate = 0;
+    for (int layer = 0; layer < n; ++layer) {
+      const int first = ts.layer_first[layer], count = ts.layer_first[layer + 1] - first;
+      if (count == 0) continue;
+      size_t most = 0;  // the largest of the three: border CTs have fewer producers
+      for (int c : {first, first + count / 2, first + count - 1}) {
+        sample.clear();
+        append_edges(c, sample);
+        most = std::max(most, sample.size());
+      }
+      estimate += static_cast<double>(most) * count;
+    }
+    g.edges.reserve(static_cast<size_t>(estimate) + 16);
+    advise_huge_pages(g.edges);
+  }
+  for (int layer = 0; layer < n; ++layer) {
+    const size_t capacity = g.edges.capacity();
+    for (int c = ts.layer_first[layer]; c < ts.layer_first[layer + 1]; ++c) {
+      g.first_pred.push_back(static_cast<int>(g.edges.size()));
+      append_edges(c, g.edges);
+    }
+    if (g.edges.capacity() != capacity) advise_huge_pages(g.edges);  // the estimate was low
     for (size_t t = 0; t < index.size(); ++t)
       if (last_consumer[t] == layer) index[t] = TensorIndex{};
   }
   g.first_pred.push_back(static_cast<int>(g.edges.size()));
   return g;
+}
+
+int TileGraph::consumer(size_t edge) const {
+  const auto it = std::upper_bound(first_pred.begin(), first_pred.end(), static_cast<int>(edge));
+  return static_cast<int>(it - first_pred.begin()) - 1;
+}
+
+int64_t TileGraph::producer_bits(const TileEdge& e) const {
+  return e.kind() == EdgeKind::Inter ? output_access(tiles, e.producer).bits : 0;
 }
 
 TileGraph build_tile_graph(const Workload& w, const TilingOptions& opt, EdgeSearch search) {

@@ -13,12 +13,14 @@ namespace mapfuse {
 
 enum class EdgeKind : uint8_t { Intra, Inter };
 
+// 16 bytes: a 10^6-CT graph has ~7*10^6 edges, and writing them to fresh memory is most of the
+// time of building it. The consumer is the CSR row (TileGraph::first_pred); the producer CT's
+// whole output (what Stream moves) is TileGraph::producer_bits.
 struct TileEdge {
-  int producer = -1, consumer = -1;  // tile indices
-  int tensor = -1;                   // Workload tensor carried; -1 for an intra edge
-  EdgeKind kind = EdgeKind::Intra;
-  int64_t bits = 0;           // the overlap of the produced and the consumed box; 0 for intra
-  int64_t producer_bits = 0;  // the producer CT's whole output (Stream moves whole outputs); 0 for intra
+  int producer = -1;  // tile index
+  int tensor = -1;    // Workload tensor carried; -1 for an intra edge
+  int64_t bits = 0;   // the overlap of the produced and the consumed box; 0 for intra
+  EdgeKind kind() const { return tensor < 0 ? EdgeKind::Intra : EdgeKind::Inter; }
 };
 
 struct TileGraph {
@@ -27,6 +29,13 @@ struct TileGraph {
   // tensor order, producers ascending.
   std::vector<TileEdge> edges;
   std::vector<int> first_pred;  // CSR: edges[first_pred[t] .. first_pred[t+1]) have consumer t
+
+  // The consumer of edges[edge] (a binary search over first_pred; loops over a consumer's
+  // predecessors know it already).
+  int consumer(size_t edge) const;
+  // The producer CT's whole output bits (Stream moves whole outputs; its edges.csv "bits"); 0 for
+  // an intra edge.
+  int64_t producer_bits(const TileEdge& e) const;
 };
 
 enum class EdgeSearch : uint8_t {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "engine/common/error.hpp"
+#include "engine/common/huge_pages.hpp"
 
 namespace mapfuse {
 
@@ -259,6 +260,9 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
   ts.tiles.reserve(total_tiles);
   ts.ranges.reserve(total_ranges);
   ts.accesses.reserve(total_accesses);
+  advise_huge_pages(ts.tiles);
+  advise_huge_pages(ts.ranges);
+  advise_huge_pages(ts.accesses);
   ts.layer_first.reserve(n + 1);
   ts.layer_groups.reserve(n);
 
