@@ -220,10 +220,13 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
         if (sp.parts < 0)
           throw InputError({}, key, fmt::format("parts {} is negative; expected >= 1, or 0 for one "
                                                 "tile per index", sp.parts));
+        if (sp.size < 0)
+          throw InputError({}, key, fmt::format("size {} is negative; expected a tile size >= 1, or 0 "
+                                                "to cut by parts", sp.size));
         used.push_back(r);
         if (!keep) return;
         const int64_t size = e.ranks[r].size;
-        const int64_t parts = sp.parts == 0 ? size : sp.parts;
+        const int64_t parts = sp.size > 0 ? (size + sp.size - 1) / sp.size : sp.parts == 0 ? size : sp.parts;
         Loop l{r, (size + parts - 1) / parts, parts};
         if (opt.remainder == Remainder::Ragged) l.count = (size + l.tile - 1) / l.tile;
         loops[i].push_back(l);

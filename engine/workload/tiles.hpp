@@ -23,10 +23,12 @@ struct Range {
   bool operator==(const Range&) const = default;
 };
 
-// One outer-CT loop: the rank `rank` cut into `parts` tiles (0 = one tile per index, Stream's "all").
+// One outer-CT loop: the rank `rank` cut into `parts` tiles (0 = one tile per index, Stream's "all"),
+// or, when `size` > 0, into tiles of `size` indices (parts = ceil(rank / size); `parts` is ignored).
 struct TileSplit {
   std::string rank;
   int64_t parts = 0;
+  int64_t size = 0;
 };
 
 // A layer's outer-CT loops. `intra` tiles run one after the other (on one core, as the inter-core

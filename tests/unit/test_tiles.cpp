@@ -147,6 +147,23 @@ TEST_CASE("tiles: stride-2 conv in row tiles of 2; Pad and Ragged remainders") {
   CHECK(ts.rank_ranges(1)[2] == Range{0, 3});
   CHECK(ts.rank_ranges(2)[2] == Range{3, 5});
   CHECK(box_of(ts, 2, 1)[2] == Range{5, 9});  // rows 5..9, 9 is padding
+
+  // Tiles given by size, two user loops (P outer by size 2, Q inner in 2 parts): P = 5 gives
+  // ceil(5/2) = 3 row tiles, Q = 5 gives tiles of 3; sub id = 2 * p_tile + q_tile.
+  opt.remainder = Remainder::Ragged;
+  opt.layers = {{}, {{{"P", 0, 2}, {"Q", 2}}, {}}};
+  ts = generate_tiles(w5, opt);
+  REQUIRE(ts.layer_first == std::vector<int>{0, 1, 7});
+  CHECK(ts.rank_ranges(1 + 3)[2] == Range{2, 4});  // p tile 1
+  CHECK(ts.rank_ranges(1 + 3)[3] == Range{3, 5});  // q tile 1, ragged
+  CHECK(ts.rank_ranges(1 + 4)[2] == Range{4, 5});  // p tile 2, ragged
+  CHECK(box_of(ts, 1 + 4, 1)[2] == Range{7, 9});   // rows 7..9, 9 is padding
+  CHECK(box_of(ts, 1 + 3, 1)[3] == Range{5, 9});   // columns 5..9, 9 is padding
+  opt.remainder = Remainder::Pad;
+  ts = generate_tiles(w5, opt);
+  CHECK(ts.rank_ranges(1 + 4)[2] == Range{4, 6});  // padded to 6
+  opt.layers[1].intra[0].size = -1;
+  CHECK_THROWS_AS(generate_tiles(w5, opt), InputError);
 }
 
 TEST_CASE("tiles: K split over 4 cores: sub ids inter-core fastest, groups, edges to every group") {
