@@ -79,6 +79,12 @@ bool Einsum::rank_relevant(int tensor, int rank) const {
   return false;
 }
 
+std::vector<std::string> rank_names(const Einsum& e) {
+  std::vector<std::string> v;
+  for (const auto& r : e.ranks) v.push_back(r.name);
+  return v;
+}
+
 void validate(const Einsum& e, std::string_view where) {
   std::string w = where.empty() ? "einsum '" + e.name + "'" : std::string(where);
   if (e.name.empty()) throw InputError({}, w, "Einsum has an empty name");

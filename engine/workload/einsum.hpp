@@ -77,6 +77,9 @@ struct Einsum {
 // tensor names repeat, or there is not exactly one output. `where` prefixes messages.
 void validate(const Einsum& e, std::string_view where = {});
 
+// The ranks' names in order (for did_you_mean suggestions).
+std::vector<std::string> rank_names(const Einsum& e);
+
 // Conventional builders (Timeloop's cnn-layer semantics: P,Q are output sizes; input width is
 // P*Wstride + R*Wdilation). Rank order R,S,P,Q,C,K,N (then G when grouped), as in Timeloop and
 // DOSA; tensors Weights, Inputs, Outputs.

@@ -12,12 +12,6 @@ namespace mapfuse {
 
 namespace {
 
-std::vector<std::string> rank_names(const Einsum& e) {
-  std::vector<std::string> v;
-  for (const auto& r : e.ranks) v.push_back(r.name);
-  return v;
-}
-
 int single_rank(const Projection& p) { return p.size() == 1 && p[0].coeff == 1 ? p[0].rank : -1; }
 
 // One resolved outer-CT loop.
