@@ -10,12 +10,6 @@
 namespace mapfuse {
 namespace {
 
-std::vector<std::string> rank_names(const Einsum& e) {
-  std::vector<std::string> v;
-  for (const auto& r : e.ranks) v.push_back(r.name);
-  return v;
-}
-
 std::vector<std::string> level_names(const Core& c) {
   std::vector<std::string> v;
   for (const auto& l : c.levels) v.push_back(l.name);

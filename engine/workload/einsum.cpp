@@ -79,6 +79,12 @@ bool Einsum::rank_relevant(int tensor, int rank) const {
   return false;
 }
 
+std::vector<std::string> rank_names(const Einsum& e) {
+  std::vector<std::string> v;
+  for (const auto& r : e.ranks) v.push_back(r.name);
+  return v;
+}
+
 void validate(const Einsum& e, std::string_view where) {
   std::string w = where.empty() ? "einsum '" + e.name + "'" : std::string(where);
   if (e.name.empty()) throw InputError({}, w, "Einsum has an empty name");
@@ -107,6 +113,15 @@ void validate(const Einsum& e, std::string_view where) {
                            std::to_string(kMaxTensorDims) + " are supported");
     if (t.bits_per_value <= 0)
       throw InputError({}, w + ".tensors." + t.name, "bits_per_value must be positive");
+    if (!t.offset.empty() && t.offset.size() != t.dims.size())
+      throw InputError({}, w + ".tensors." + t.name,
+                       "has " + std::to_string(t.offset.size()) + " offsets for " +
+                           std::to_string(t.dims.size()) + " dimensions; expected one per dimension");
+    if (t.role == TensorRole::Output)
+      for (int64_t o : t.offset)
+        if (o != 0)
+          throw InputError({}, w + ".tensors." + t.name,
+                           "an output tensor has a non-zero offset; only inputs may be shifted");
     for (const auto& d : t.dims)
       for (const auto& term : d) {
         if (term.rank < 0 || term.rank >= static_cast<int>(e.ranks.size()))
@@ -143,6 +158,11 @@ Einsum make_conv(std::string name, const ConvShape& s, std::string input, std::s
   i.dims.insert(i.dims.end(), {{{N, 1}}, {{C, 1}}, {{R, s.Wdilation}, {P, s.Wstride}},
                                {{S, s.Hdilation}, {Q, s.Hstride}}});
   o.dims.insert(o.dims.end(), {{{N, 1}}, {{K, 1}}, {{P, 1}}, {{Q, 1}}});
+  if (s.Wpad != 0 || s.Hpad != 0) {
+    i.offset.assign(i.dims.size(), 0);
+    i.offset[i.dims.size() - 2] = -s.Wpad;
+    i.offset[i.dims.size() - 1] = -s.Hpad;
+  }
   e.tensors = {std::move(w), std::move(i), std::move(o)};
   return e;
 }
@@ -161,6 +181,7 @@ Einsum make_depthwise_conv(std::string name, const ConvShape& s, std::string inp
        8},
       {std::move(output), TensorRole::Output, {{{N, 1}}, {{C, 1}}, {{P, 1}}, {{Q, 1}}}, 8},
   };
+  if (s.Wpad != 0 || s.Hpad != 0) e.tensors[1].offset = {0, 0, -s.Wpad, -s.Hpad};
   return e;
 }
 

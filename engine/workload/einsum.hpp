@@ -41,6 +41,12 @@ struct TensorAccess {
   TensorRole role = TensorRole::Input;
   std::vector<Projection> dims;
   int bits_per_value = 8;
+  // Constant added to each dimension's projection (empty = all 0): a conv's leading padding
+  // (-pad: output row 0 reads input rows -pad..) or a concat input's place along the concat axis.
+  // Extents, and so the cost model, do not depend on it; tiling (tiles.hpp) uses it to place a
+  // tile's window in the producer's coordinates, where coordinates outside the tensor are padding.
+  std::vector<int64_t> offset;
+  int64_t dim_offset(size_t d) const { return d < offset.size() ? offset[d] : 0; }
 };
 
 struct Rank {
@@ -71,6 +77,9 @@ struct Einsum {
 // tensor names repeat, or there is not exactly one output. `where` prefixes messages.
 void validate(const Einsum& e, std::string_view where = {});
 
+// The ranks' names in order (for did_you_mean suggestions).
+std::vector<std::string> rank_names(const Einsum& e);
+
 // Conventional builders (Timeloop's cnn-layer semantics: P,Q are output sizes; input width is
 // P*Wstride + R*Wdilation). Rank order R,S,P,Q,C,K,N (then G when grouped), as in Timeloop and
 // DOSA; tensors Weights, Inputs, Outputs.
@@ -78,6 +87,8 @@ struct ConvShape {
   int64_t N = 1, K = 1, C = 1, P = 1, Q = 1, R = 1, S = 1;
   int64_t Wstride = 1, Hstride = 1, Wdilation = 1, Hdilation = 1;
   int64_t groups = 1;  // >1: grouped conv (G rank); C and K are per group
+  // Leading padding of the input along the P and Q dimensions (TensorAccess::offset = -pad).
+  int64_t Wpad = 0, Hpad = 0;
 };
 Einsum make_conv(std::string name, const ConvShape& s, std::string input = "Inputs",
                  std::string weight = "Weights", std::string output = "Outputs");

@@ -287,6 +287,23 @@ class Importer {
       e.tensors[t].name = v.tensor;
       return;
     }
+    // A shift (padding, concat place) carries over to the canonical dimension a logical dimension
+    // is, one to one; a shift on a merged or split dimension has no affine form.
+    std::vector<int64_t> canon_offset;
+    if (!e.tensors[t].offset.empty()) {
+      canon_offset.assign(v.canon.size(), 0);
+      for (size_t i = 0; i < v.logical.size(); ++i) {
+        const int64_t off = e.tensors[t].offset[i];
+        if (off == 0) continue;
+        size_t c = v.canon.size();
+        for (size_t j = 0; j < v.canon.size(); ++j)
+          if (v.logical[i].size() == 1 && v.canon[j] == v.logical[i]) c = j;
+        if (c == v.canon.size())
+          fail(n, "a padded or shifted window over the reshaped operand '" + v.tensor +
+                      "' is not supported (the shifted dimension is merged or split)");
+        canon_offset[c] = off;
+      }
+    }
     std::vector<Projection> fproj(v.factors.size());
     for (size_t i = 0; i < v.logical.size(); ++i) {
       const auto& grp = v.logical[i];
@@ -330,6 +347,7 @@ class Importer {
       dims.push_back(std::move(p));
     }
     e.tensors[t].dims = std::move(dims);
+    e.tensors[t].offset = std::move(canon_offset);
     e.tensors[t].name = v.tensor;
   }
 
@@ -621,6 +639,7 @@ class Importer {
 
   struct Window {
     std::vector<int64_t> k, stride, dil, out;
+    std::vector<int64_t> pad_begin;  // leading padding per spatial dimension
   };
   Window window(const onnx::NodeProto& n, const Shape& x, const std::vector<int64_t>& kernel,
                 bool ceil_mode) const {
@@ -638,13 +657,20 @@ class Importer {
       const int64_t in = x[2 + d], eff = w.dil[d] * (w.k[d] - 1) + 1;
       if (w.stride[d] <= 0 || w.dil[d] <= 0 || w.k[d] <= 0)
         fail(n, "kernel_shape, strides and dilations must be positive");
-      int64_t o;
-      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") o = (in + w.stride[d] - 1) / w.stride[d];
-      else if (auto_pad == "VALID") o = (in - eff) / w.stride[d] + 1;
-      else {
+      int64_t o, pb = 0;
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        o = (in + w.stride[d] - 1) / w.stride[d];
+        // ONNX: the odd one of the total padding goes to the end (UPPER) or the beginning (LOWER).
+        const int64_t total = std::max<int64_t>(0, (o - 1) * w.stride[d] + eff - in);
+        pb = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      } else if (auto_pad == "VALID") {
+        o = (in - eff) / w.stride[d] + 1;
+      } else {
         const int64_t span = in + pads[d] + pads[d + nd] - eff;
         o = (ceil_mode ? (span + w.stride[d] - 1) / w.stride[d] : span / w.stride[d]) + 1;
+        pb = pads[d];
       }
+      w.pad_begin.push_back(pb);
       if (o <= 0) fail(n, "the window does not fit the input " + shape_str(x));
       w.out.push_back(o);
     }
@@ -713,8 +739,11 @@ class Importer {
                            {{S, s.Hdilation}, {Q, s.Hstride}}};
       e.tensors[2].dims = {{{N, 1}}, {{G, s.K}, {Kr, 1}}, {{P, 1}}, {{Q, 1}}};
     }
-    if (nd == 1)
+    e.tensors[1].offset = {0, 0, -win.pad_begin[0], nd == 2 ? -win.pad_begin[1] : 0};
+    if (nd == 1) {
       for (auto& t : e.tensors) t.dims.pop_back();
+      e.tensors[1].offset.pop_back();
+    }
     const View* wv = is_act(wname) ? &views_.at(wname) : nullptr;
     add(n, std::move(e), {wv, &xv, nullptr});
     Shape os = {xs[0], K, s.P};
@@ -737,6 +766,7 @@ class Importer {
       win.stride.assign(nd, 1);
       win.dil.assign(nd, 1);
       win.out.assign(nd, 1);
+      win.pad_begin.assign(nd, 0);
     } else {
       std::vector<int64_t> kernel = attr_ints(n, "kernel_shape");
       if (kernel.size() != nd) fail(n, "kernel_shape is missing or does not match the input " + shape_str(xs));
@@ -750,9 +780,11 @@ class Importer {
     enum { R, S, P, Q, C, N };
     TensorAccess i{x, TensorRole::Input, {{{N, 1}}, {{C, 1}}, {{R, win.dil[0]}, {P, win.stride[0]}}}, 8};
     TensorAccess o{n.output(0), TensorRole::Output, {{{N, 1}}, {{C, 1}}, {{P, 1}}}, 8};
+    i.offset = {0, 0, -win.pad_begin[0]};
     if (nd == 2) {
       i.dims.push_back({{S, win.dil[1]}, {Q, win.stride[1]}});
       o.dims.push_back({{Q, 1}});
+      i.offset.push_back(-win.pad_begin[1]);
     }
     e.tensors = {std::move(i), std::move(o)};
     add(n, std::move(e), {&xv, nullptr});
@@ -885,11 +917,16 @@ class Importer {
       for (size_t d = 0; d < outs.size(); ++d) e.ranks.push_back({names[d], outs[d]});
       std::vector<const View*> views;
       std::set<std::string> seen;
+      int64_t at = 0;  // where this input starts along the concat axis
       for (const auto& g : group) {
         const View* v = is_act(g) ? &views_.at(g) : nullptr;
+        const int64_t len = shape_of(n, g)[axis];
+        at += len;
         if (!seen.insert(v ? v->tensor : g).second) continue;
         TensorAccess ta{g, v ? TensorRole::Input : TensorRole::Weight, {}, 8};
         for (size_t d = 0; d < outs.size(); ++d) ta.dims.push_back({{static_cast<int>(d), 1}});
+        ta.offset.assign(outs.size(), 0);
+        ta.offset[axis] = -(at - len);
         e.tensors.push_back(std::move(ta));
         views.push_back(v);
       }
@@ -924,6 +961,8 @@ class Importer {
     Einsum e = pointwise(n, OpKind::Copy, outs, {}, views, n.output(0));
     TensorAccess ta{n.input(0), TensorRole::Input, {}, 8};
     for (size_t d = 0; d < outs.size(); ++d) ta.dims.push_back({{static_cast<int>(d), 1}});
+    if (pads.size() == 2 * v.shape.size())
+      for (size_t d = 0; d < outs.size(); ++d) ta.offset.push_back(-pads[d]);
     e.tensors.insert(e.tensors.begin(), std::move(ta));
     views.insert(views.begin(), &v);
     add(n, std::move(e), views);

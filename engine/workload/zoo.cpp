@@ -44,6 +44,7 @@ class CnnBuilder {
     s.Wstride = s.Hstride = stride;
     s.P = (x.H + 2 * pad - k) / stride + 1;
     s.Q = (x.W + 2 * pad - k) / stride + 1;
+    s.Wpad = s.Hpad = pad;
     w_.einsums.push_back(make_conv(name, s, x.name, name + ".weight", name));
     return {name, K, s.P, s.Q};
   }
@@ -56,6 +57,7 @@ class CnnBuilder {
     s.Wstride = s.Hstride = stride;
     s.P = (x.H + 2 * pad - k) / stride + 1;
     s.Q = (x.W + 2 * pad - k) / stride + 1;
+    s.Wpad = s.Hpad = pad;
     w_.einsums.push_back(make_depthwise_conv(name, s, x.name, name + ".weight", name));
     return {name, x.C, s.P, s.Q};
   }
@@ -84,6 +86,7 @@ class CnnBuilder {
         {x.name, TensorRole::Input, {{{N, 1}}, {{C, 1}}, {{R, 1}, {Pr, stride}}, {{S, 1}, {Qr, stride}}}, 8},
         {name, TensorRole::Output, {{{N, 1}}, {{C, 1}}, {{Pr, 1}}, {{Qr, 1}}}, 8},
     };
+    if (pad > 0) e.tensors[0].offset = {0, 0, -pad, -pad};
     w_.einsums.push_back(std::move(e));
     return {name, x.C, P, Q};
   }
