@@ -184,6 +184,12 @@ Einsum import_timeloop_problem(const std::string& path, bool lenient) {
   } catch (const InputError& err) {
     if (!err.where().file.empty()) throw;
     throw InputError({path, 0, 0}, err.key(), err.message());
+  } catch (const YAML::Exception& err) {
+    // A node of another kind than the reader expects (a scalar where a map should be, ...): yaml-cpp
+    // throws from the access itself, so one catch covers every access above (found by fuzz_timeloop_yaml).
+    const bool known = !err.mark.is_null();
+    throw InputError({path, known ? err.mark.line + 1 : 0, known ? err.mark.column + 1 : 0}, "problem",
+                     "malformed Timeloop problem (" + err.msg + "); expected the layout of docs/workloads.md");
   }
   return e;
 }

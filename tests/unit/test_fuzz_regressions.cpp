@@ -9,6 +9,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/arch/energy_mlp.hpp"
 #include "engine/common/error.hpp"
+#include "engine/workload/timeloop_problem.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -47,4 +48,19 @@ TEST_CASE("fuzz regression: an energy MLP over more than 256 points is refused, 
   const EnergyMlp m = fit_energy_mlp(kb, pj, {2});
   CHECK(m.at(128) > 0);
   CHECK(m.max_relative_error < 0.05);
+}
+
+// fuzz_timeloop_yaml, uncaught exception (abort): a Timeloop problem dump with bytes erased so that a
+// node the reader indexes as a map is not one; yaml-cpp threw from `x["name"].Scalar()` and the
+// exception left the importer. Now every yaml-cpp exception in the reader becomes an InputError
+// naming the file (and the line when yaml-cpp knows it).
+TEST_CASE("fuzz regression: a malformed Timeloop problem is an InputError naming the file") {
+  const std::string path = test::source_dir("tests/fixtures/fuzz/timeloop_problem_bad_coefficient.yaml");
+  try {
+    (void)import_timeloop_problem(path);
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.where().file == path);
+    CHECK(std::string(e.what()).find("timeloop_problem_bad_coefficient.yaml") != std::string::npos);
+  }
 }
