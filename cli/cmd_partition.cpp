@@ -127,15 +127,16 @@ Command add_partition_command(CLI::App& app) {
               priced["fadiff_edp"] = fr.edp;
               priced_text = fmt::format(
                   "  priced on {} by FADiff's exact network evaluator, FADiff's mapping ({} evaluations, stopped by "
-                  "{}); {} MAC layers, {} fusable edges\n  {:<15} {:>13} {:>13} {:>13} {:>13} {:>6} {:>7}\n",
+                  "{}); {} MAC layers, {} fusable edges\n  {:<15} {:>13} {:>13} {:>13} {:>13} {:>6} {:>7} {:>7}\n",
                   core.name, fr.evaluations, fr.stopped_by, space.n_layers(), space.n_edges(), "fusion", "energy pJ",
-                  "cycles", "EDP", "DRAM words", "fused", "groups");
+                  "cycles", "EDP", "DRAM words", "fused", "groups", "splits");
               for (const auto& [name, p] : rows) {
                 priced[name] = {{"energy_pj", p.energy_pj}, {"cycles", p.cycles},           {"edp", p.edp},
                                 {"dram_words", p.dram_words}, {"fused_edges", p.fused_edges}, {"groups", p.groups.size()},
                                 {"group_splits", p.group_splits}};
-                priced_text += fmt::format("  {:<15} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>6} {:>7}\n", name,
-                                           p.energy_pj, p.cycles, p.edp, p.dram_words, p.fused_edges, p.groups.size());
+                priced_text += fmt::format("  {:<15} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>6} {:>7} {:>7}\n", name,
+                                           p.energy_pj, p.cycles, p.edp, p.dram_words, p.fused_edges, p.groups.size(),
+                                           p.group_splits);
               }
             }
             const GroupModelOptions& mopt = spec.model;
