@@ -13,6 +13,7 @@
 #include "engine/search/fadiff/optimize.hpp"
 #include "engine/workload/zoo.hpp"
 
+#include "conv_chain.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -20,19 +21,7 @@ using namespace mapfuse;
 namespace {
 
 // x -> a (Conv "c1", its Relu folded) -> b ("c2") -> c (an unnamed ONNX Conv: Einsum "Conv:t3").
-Workload chain() {
-  Workload w;
-  w.name = "chain3";
-  ConvShape s{.N = 1, .K = 32, .C = 16, .P = 14, .Q = 14, .R = 3, .S = 3};
-  w.einsums.push_back(make_conv("c1", s, "x", "w1", "a"));
-  s.C = 32;
-  s.K = 64;
-  w.einsums.push_back(make_conv("c2", s, "a", "w2", "b"));
-  ConvShape s3{.N = 1, .K = 16, .C = 64, .P = 7, .Q = 7, .R = 1, .S = 1, .Wstride = 2, .Hstride = 2};
-  w.einsums.push_back(make_conv("Conv:t3", s3, "b", "w3", "c"));
-  finalize(w);
-  return w;
-}
+Workload chain() { return test::conv_chain3("Conv:t3"); }
 
 // The same network as GET sees it: c1, its Relu r1, c2, and the unnamed conv named by its output.
 OpGraph chain_graph() {
