@@ -10,7 +10,11 @@
 #include "cli/commands.hpp"
 #include "cli/study_units.hpp"
 #include "engine/common/error.hpp"
+#include "engine/arch/arch_toml.hpp"
+#include "engine/search/fadiff/cross.hpp"
+#include "engine/search/fadiff/optimize.hpp"
 #include "engine/search/get/partition.hpp"
+#include "engine/workload/load.hpp"
 
 namespace mapfuse::cli {
 
@@ -26,6 +30,9 @@ Command add_partition_command(CLI::App& app) {
     int population = 10, max_depth = 8, max_category3 = 16, bytes_per_element = 2;
     double occlusion_fraction = 0.2, time_limit = 60;
     bool json = false, assume_monotone = false;
+    std::string price_on;
+    int64_t fadiff_evaluations = 3000;
+    double fadiff_time = 600;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--workload", o->workload, "ONNX file, or a network name of shared/data/get/onnx")->required();
@@ -54,6 +61,16 @@ Command add_partition_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--assume-monotone", o->assume_monotone,
                 "exact: prune groups once F_β reaches β as if F_β never fell when nodes are added (no proof)");
+  cmd->add_option("--price-on", o->price_on,
+                  "also price the best plan's groups with FADiff's exact network evaluator on this architecture "
+                  "(preset or TOML), on FADiff's own mapping, beside FADiff's fusion and no fusion")
+      ->check([](const std::string& a) { return a.empty() ? std::string("empty architecture") : std::string(); });
+  cmd->add_option("--fadiff-evaluations", o->fadiff_evaluations,
+                  "--price-on: evaluation budget of the FADiff run that supplies the mapping (it ends the run: "
+                  "reproducible)")
+      ->capture_default_str();
+  cmd->add_option("--fadiff-time", o->fadiff_time, "--price-on: wall-time cap of that run in seconds")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "print the result as JSON");
   return {cmd, [o]() {
             get::PartitionSpec spec;
@@ -72,8 +89,56 @@ Command add_partition_command(CLI::App& app) {
             spec.model.bytes_per_element = o->bytes_per_element;
             spec.model.line_buffer = line_buffer_form_from_string(o->line_buffer);
             get::check_partition_spec(spec);
-            const OpGraph graph = load_op_graph(resolve_get_network(o->workload));
+            const bool price = !o->price_on.empty();
+            if (price && spec.mode == get::PartitionMode::Sample)
+              throw InputError({}, "--price-on", "needs a best plan; --search sample has none");
+            if (price && (o->fadiff_evaluations <= 0 || !(o->fadiff_time > 0)))
+              throw InputError({}, "--fadiff-evaluations", "expected an evaluation budget > 0 and --fadiff-time > 0");
+            const std::string path = resolve_get_network(o->workload);
+            const OpGraph graph = load_op_graph(path);
             const get::PartitionOutcome r = get::partition_network(graph, spec);
+            nlohmann::json priced;
+            std::string priced_text;
+            if (price) {
+              // The mapping is FADiff's own, so the rows differ only in what is fused.
+              const Core core = load_architecture(o->price_on).cores.at(0);
+              const Workload w = load_workload(path);
+              OptimizeOptions opt;
+              opt.max_evaluations = o->fadiff_evaluations;
+              opt.time_budget_s = o->fadiff_time;
+              opt.seed = o->seed;
+              const OptimizeResult fr = optimize_network(w, core, Method::FADiff, opt);
+              if (!fr.found) throw InputError({}, "--price-on", "FADiff found no valid mapping on " + core.name);
+              const SearchSpace space(w, core);
+              std::vector<get::Group> singletons(graph.size());
+              for (int v = 0; v < graph.size(); ++v) singletons[v] = {v};
+              const std::vector<uint8_t> none(space.n_edges(), 0);
+              const std::pair<const char*, FusionPrice> rows[] = {
+                  {"get", price_fusion(space, fr.factors, fused_edges_of_groups(space.net(), graph, r.best.groups))},
+                  {"fadiff", price_fusion(space, fr.factors, fr.fused)},
+                  {"unfused", price_fusion(space, fr.factors, none)},
+                  {"get_singletons",
+                   price_fusion(space, fr.factors, fused_edges_of_groups(space.net(), graph, singletons))}};
+              priced["arch"] = core.name;
+              priced["layers"] = space.n_layers();
+              priced["edges"] = space.n_edges();
+              priced["fadiff_evaluations"] = fr.evaluations;
+              priced["fadiff_stopped_by"] = fr.stopped_by;
+              priced["fadiff_edp"] = fr.edp;
+              priced_text = fmt::format(
+                  "  priced on {} by FADiff's exact network evaluator, FADiff's mapping ({} evaluations, stopped by "
+                  "{}); {} MAC layers, {} fusable edges\n  {:<15} {:>13} {:>13} {:>13} {:>13} {:>6} {:>7} {:>7}\n",
+                  core.name, fr.evaluations, fr.stopped_by, space.n_layers(), space.n_edges(), "fusion", "energy pJ",
+                  "cycles", "EDP", "DRAM words", "fused", "groups", "splits");
+              for (const auto& [name, p] : rows) {
+                priced[name] = {{"energy_pj", p.energy_pj}, {"cycles", p.cycles},           {"edp", p.edp},
+                                {"dram_words", p.dram_words}, {"fused_edges", p.fused_edges}, {"groups", p.groups.size()},
+                                {"group_splits", p.group_splits}};
+                priced_text += fmt::format("  {:<15} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>6} {:>7} {:>7}\n", name,
+                                           p.energy_pj, p.cycles, p.edp, p.dram_words, p.fused_edges, p.groups.size(),
+                                           p.group_splits);
+              }
+            }
             const GroupModelOptions& mopt = spec.model;
             const bool exact = spec.mode == get::PartitionMode::Exact, sample = spec.mode == get::PartitionMode::Sample;
             const get::Plan& best = r.best;
@@ -136,6 +201,7 @@ Command add_partition_command(CLI::App& app) {
                 for (int32_t v : g) names.push_back(graph.nodes[v].name);
                 j["groups"].push_back(names);
               }
+              if (price) j["priced"] = priced;
               std::cout << j.dump(2) << "\n";
               return 0;
             }
@@ -159,6 +225,7 @@ Command add_partition_command(CLI::App& app) {
               for (int32_t v : g) names += (names.empty() ? "" : " ") + graph.nodes[v].name;
               fmt::print("  group: {}\n", names);
             }
+            fmt::print("{}", priced_text);
             return 0;
           }};
 }

@@ -19,6 +19,7 @@
 #include "engine/search/fadiff/optimize.hpp"
 #include "engine/workload/zoo.hpp"
 
+#include "conv_chain.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -27,20 +28,7 @@ namespace {
 
 const Core& core(const std::string& name) { return test::preset_core(name); }
 
-// Three convs in a chain (x -> a -> b -> c).
-Workload conv_chain() {
-  Workload w;
-  w.name = "chain3";
-  ConvShape s{.N = 1, .K = 32, .C = 16, .P = 14, .Q = 14, .R = 3, .S = 3};
-  w.einsums.push_back(make_conv("c1", s, "x", "w1", "a"));
-  s.C = 32;
-  s.K = 64;
-  w.einsums.push_back(make_conv("c2", s, "a", "w2", "b"));
-  ConvShape s3{.N = 1, .K = 16, .C = 64, .P = 7, .Q = 7, .R = 1, .S = 1, .Wstride = 2, .Hstride = 2};
-  w.einsums.push_back(make_conv("c3", s3, "b", "w3", "c"));
-  finalize(w);
-  return w;
-}
+Workload conv_chain() { return test::conv_chain3(); }
 
 std::vector<double> random_genes(const SearchSpace& s, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> U(0, 1);

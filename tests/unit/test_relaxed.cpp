@@ -14,6 +14,7 @@
 #include "engine/cost/relaxed_check.hpp"
 #include "engine/workload/zoo.hpp"
 
+#include "conv_chain.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -84,19 +85,11 @@ int check_gradient(const RelaxedNetwork& net, const std::vector<double>& x, cons
 
 // Three convs in a chain (x -> a -> b -> c) and, optionally, a fourth reading `a` too.
 Workload conv_chain(bool fan_out) {
-  Workload w;
-  w.name = fan_out ? "fan_out" : "chain3";
-  ConvShape s{.N = 1, .K = 32, .C = 16, .P = 14, .Q = 14, .R = 3, .S = 3};
-  w.einsums.push_back(make_conv("c1", s, "x", "w1", "a"));
-  s.C = 32;
-  s.K = 64;
-  w.einsums.push_back(make_conv("c2", s, "a", "w2", "b"));
-  ConvShape s3{.N = 1, .K = 16, .C = 64, .P = 7, .Q = 7, .R = 1, .S = 1, .Wstride = 2, .Hstride = 2};
-  w.einsums.push_back(make_conv("c3", s3, "b", "w3", "c"));
-  if (fan_out) {
-    ConvShape s4{.N = 1, .K = 8, .C = 32, .P = 14, .Q = 14, .R = 1, .S = 1};
-    w.einsums.push_back(make_conv("c4", s4, "a", "w4", "d"));
-  }
+  Workload w = test::conv_chain3();
+  if (!fan_out) return w;
+  w.name = "fan_out";
+  ConvShape s4{.N = 1, .K = 8, .C = 32, .P = 14, .Q = 14, .R = 1, .S = 1};
+  w.einsums.push_back(make_conv("c4", s4, "a", "w4", "d"));
   finalize(w);
   return w;
 }

@@ -140,7 +140,7 @@ ExactNetworkEvaluator::ExactNetworkEvaluator(const SearchSpace& s, bool try_orde
   const size_t n = net.layers.size();
   scratch_.resize(n);
   root_.resize(n), cut_.resize(n), sub_.resize(n), total_.resize(n), part_.resize(n);
-  en_.resize(n), cy_.resize(n), saved_.resize(n);
+  en_.resize(n), cy_.resize(n), saved_.resize(n), dram_.resize(n);
 }
 
 Mapping ExactNetworkEvaluator::mapping(int v, const double* x, int order) const {
@@ -261,6 +261,7 @@ const ExactNetworkEvaluator::Result& ExactNetworkEvaluator::evaluate(std::span<d
   res.layer_energy_pj.assign(n, 0);
   res.layer_cycles.assign(n, 0);
   res.dram_words_saved.assign(n, 0);
+  res.layer_dram_words.assign(n, 0);
   auto& en = en_;
   auto& cy = cy_;
   auto& saved = saved_;
@@ -309,6 +310,9 @@ const ExactNetworkEvaluator::Result& ExactNetworkEvaluator::evaluate(std::span<d
       en[v][o] = e;
       cy[v][o] = c;
       saved[v][o] = sv;
+      double dram = -sv;
+      for (int t = 0; t < L.n_tensors; ++t) dram += static_cast<double>(r.access[D][t].total());
+      dram_[v][o] = dram;
     }
   }
   // Orders: start from WS everywhere, then per layer the order that lowers network EDP most.
@@ -332,6 +336,7 @@ const ExactNetworkEvaluator::Result& ExactNetworkEvaluator::evaluate(std::span<d
     res.layer_energy_pj[v] = en[v][o];
     res.layer_cycles[v] = cy[v][o];
     res.dram_words_saved[v] = saved[v][o];
+    res.layer_dram_words[v] = dram_[v][o];
     E += net.layers[v].count * en[v][o];
     C += net.layers[v].count * cy[v][o];
   }

@@ -123,6 +123,7 @@ class ExactNetworkEvaluator {
     std::vector<int> order;             // per layer: 0 WS, 1 IS, 2 OS (index into variants)
     std::vector<double> layer_energy_pj, layer_cycles;  // per layer (one instance, count not applied)
     std::vector<double> dram_words_saved;               // per layer: DRAM words removed by fusion
+    std::vector<double> layer_dram_words;  // per layer: DRAM reads + fills + updates left after fusion
   };
 
   // x: factors of every layer (SearchSpace::net() layout; sigma entries ignored), modified in place
@@ -152,7 +153,7 @@ class ExactNetworkEvaluator {
   Result res_;
   std::vector<int> root_, cut_;
   std::vector<double> sub_, total_, part_;
-  std::vector<std::array<double, 3>> en_, cy_, saved_;
+  std::vector<std::array<double, 3>> en_, cy_, saved_, dram_;
   int64_t evaluations_ = 0;
 };
 

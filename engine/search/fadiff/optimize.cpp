@@ -74,6 +74,7 @@ void SearchRun::finish() {
   res.cycles = best.cycles;
   res.edp = best.edp();
   res.fused = best.fused;
+  res.factors = best_x;
   res.groups = ev.groups(best.fused);
   res.capacity_repairs = best.capacity_repairs;
   res.group_splits = best.group_splits;

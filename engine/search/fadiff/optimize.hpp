@@ -78,6 +78,8 @@ struct OptimizeResult {
   double energy_pj = 0, cycles = 0, edp = 0;
   std::vector<std::string> layers;    // MAC Einsum names, in network order
   std::vector<Mapping> mappings;      // per layer
+  std::vector<double> factors;        // the reported point (SearchSpace::net() layout, repaired):
+                                      // re-priced under another fusion by price_fusion (cross.hpp)
   std::vector<std::pair<int, int>> edges;  // producer -> consumer (layer indices)
   std::vector<uint8_t> fused;         // per edge
   std::vector<std::vector<int>> groups;    // fusion groups (layer indices)
