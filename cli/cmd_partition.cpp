@@ -28,6 +28,7 @@ Command add_partition_command(CLI::App& app) {
     int64_t budget = 2000;
     uint64_t seed = 1;
     int population = 10, max_depth = 8, max_category3 = 16, bytes_per_element = 2;
+    int64_t kb_bytes = 1024;
     double occlusion_fraction = 0.2, time_limit = 60;
     bool json = false, assume_monotone = false;
     std::string price_on;
@@ -37,7 +38,7 @@ Command add_partition_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   cmd->add_option("--workload", o->workload, "ONNX file, or a network name of shared/data/get/onnx")->required();
   cmd->add_option("--scheme", o->scheme, "lbdf or brr")->capture_default_str();
-  cmd->add_option("--buffer-kb", o->buffer_kb, "on-chip buffer β in KB (1 KB = 1024 B)")->capture_default_str();
+  cmd->add_option("--buffer-kb", o->buffer_kb, "on-chip buffer β in KB (--kb-bytes bytes each)")->capture_default_str();
   cmd->add_option("--search", o->search,
                   "rs, ls, nsga2, exact (the true optimum) or sample (share of valid groups among --budget random "
                   "plans' groups, [P] Fig. 3)")
@@ -55,6 +56,8 @@ Command add_partition_command(CLI::App& app) {
   cmd->add_option("--occlusion-fraction", o->occlusion_fraction, "share of edges the occlusion explainer returns")
       ->capture_default_str();
   cmd->add_option("--bytes-per-element", o->bytes_per_element, "bytes per tensor element")->capture_default_str();
+  cmd->add_option("--kb-bytes", o->kb_bytes, "bytes per KB: 1024 or 1000 (MB = KB * KB; buffer sizes and reported KB/MB)")
+      ->capture_default_str();
   cmd->add_option("--line-buffer", o->line_buffer, "LBDF line buffer: full-rows (K_h rows) or rows-plus-window")
       ->capture_default_str();
   cmd->add_option("--time-limit", o->time_limit, "exact: seconds before stopping with a bound and gap (0: none)")
@@ -87,6 +90,7 @@ Command add_partition_command(CLI::App& app) {
             spec.time_limit_s = o->time_limit;
             spec.assume_monotone = o->assume_monotone;
             spec.model.bytes_per_element = o->bytes_per_element;
+            spec.model.kb = o->kb_bytes;
             spec.model.line_buffer = line_buffer_form_from_string(o->line_buffer);
             get::check_partition_spec(spec);
             const bool price = !o->price_on.empty();

@@ -40,6 +40,7 @@ UnitResult run_get_partition(const WorkUnit& unit) {
   s.budget = exact ? 1 : p.at("budget").get<int64_t>();
   s.seed = p.at("seed").get<uint64_t>();
   s.model.bytes_per_element = p.at("bytes_per_element").get<int>();
+  s.model.kb = p.value("kb_bytes", int64_t{1024});
   s.model.line_buffer = line_buffer_form_from_string(p.at("line_buffer").get<std::string>());
   s.population = p.value("population", s.population);
   s.max_depth = p.value("max_depth", s.max_depth);

@@ -165,6 +165,8 @@ StudyGet parse_get(TomlReader& g, const toml::table& raw) {
   if (e.max_depth < 0) g.fail("max_depth", "must be >= 0");
   e.max_category3 = positive("max_category3", e.max_category3);
   e.bytes_per_element = positive("bytes_per_element", e.bytes_per_element);
+  e.kb_bytes = g.opt_integer("kb_bytes").value_or(e.kb_bytes);
+  if (e.kb_bytes != 1024 && e.kb_bytes != 1000) g.fail("kb_bytes", "expected 1024 (binary, the default) or 1000 (decimal)");
   e.occlusion_fraction = g.opt_number("occlusion_fraction").value_or(e.occlusion_fraction);
   if (!(e.occlusion_fraction > 0 && e.occlusion_fraction <= 1)) g.fail("occlusion_fraction", "must be in (0, 1]");
   e.line_buffer = g.opt_str("line_buffer").value_or(e.line_buffer);
@@ -530,6 +532,7 @@ std::vector<WorkUnit> partition_get_study(const Study& s) {
                                       {"split", split},          {"budget", budget},
                                       {"seed", seed},            {"bytes_per_element", e.bytes_per_element},
                                       {"line_buffer", e.line_buffer}};
+                  if (e.kb_bytes != 1024) p["kb_bytes"] = e.kb_bytes;  // absent: 1024, so older ids stay
                   if (exact) {
                     p["max_states"] = e.max_states;
                     p["time_limit_s"] = e.time_limit_s;

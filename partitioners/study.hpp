@@ -112,6 +112,7 @@ struct StudyGet {
   std::vector<int64_t> budgets = {2000};
   std::vector<uint64_t> seeds = {1};
   int population = 10, max_depth = 8, max_category3 = 16, bytes_per_element = 2;
+  int64_t kb_bytes = 1024;  // bytes per KB (1024 or 1000); MB = KB * KB
   double occlusion_fraction = 0.2;
   std::string line_buffer = "full-rows";
   int64_t max_states = 0;      // exact: deterministic limit (0: none)

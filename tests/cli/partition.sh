@@ -53,6 +53,18 @@ assert a["dram_mb"] == b["dram_mb"] and a["groups"] == b["groups"], "same seed, 
 assert x["optimal"] and x["dram_mb"] <= a["dram_mb"] + 1e-9, (x["dram_mb"], a["dram_mb"])
 print(f"ok   ls {a['dram_mb']:.3f} MB, exact {x['dram_mb']:.3f} MB, {a['fuseable_nodes']} fuseable")
 PY
+# Decimal units: 131.072 KB of 1000 B is the same 131,072-byte buffer, so the same plan and bytes.
+expect "kb base neither 1024 nor 1000" 2 'kb-bytes.*1001.*expected 1024.*or 1000' -- run --kb-bytes 1001
+"$bin" partition --workload "$net" --buffer-kb 131.072 --kb-bytes 1000 --search exact --json >"$tmp/d.json" ||
+  { echo "FAIL decimal exact run"; fail=1; }
+python3 - "$tmp" <<'PY' || fail=1
+import json, sys
+x = json.load(open(sys.argv[1] + "/x.json")); d = json.load(open(sys.argv[1] + "/d.json"))
+assert d["groups"] == x["groups"], "same buffer in bytes, same optimum"
+assert abs(d["dram_mb"] * 1e6 - x["dram_mb"] * 2**20) < 1e-3, (d["dram_mb"], x["dram_mb"])
+assert abs(d["mbu_kb"] * 1e3 - x["mbu_kb"] * 2**10) < 1e-6, (d["mbu_kb"], x["mbu_kb"])
+print(f"ok   --kb-bytes 1000: {d['dram_mb']} MB = {x['dram_mb']} MiB")
+PY
 "$bin" partition --workload "$net" --buffer-kb 128 --search rs --budget 50 >"$tmp/text" 2>&1 &&
   grep -q '^  group: ' "$tmp/text" && grep -q 'DRAM' "$tmp/text" || { echo "FAIL text output"; cat "$tmp/text"; fail=1; }
 exit $fail

@@ -26,6 +26,9 @@ void check_partition_spec(const PartitionSpec& s) {
   if (!(s.occlusion_fraction > 0 && s.occlusion_fraction <= 1))
     throw InputError({}, "--occlusion-fraction", "must be in (0, 1]");
   if (s.model.bytes_per_element < 1) throw InputError({}, "--bytes-per-element", "must be at least 1");
+  if (s.model.kb != 1024 && s.model.kb != 1000)
+    throw InputError({}, "--kb-bytes", "bytes per KB is " + std::to_string(s.model.kb) +
+                                           "; expected 1024 (binary, the default) or 1000 (decimal); MB = KB * KB");
 }
 
 PartitionOutcome partition_network(const OpGraph& g, const PartitionSpec& s) {
