@@ -8,6 +8,8 @@
 #include <functional>
 #include <fstream>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/csv.hpp"
@@ -103,12 +105,12 @@ TEST_CASE("stream schedule: Stream's 2conv fused run rebuilt from its ONNX, allo
   const Rebuilt r = rebuild("stream/classic_cb9dfc52/testing/workload/2_conv.onnx", "2conv_fused_fixed_k4", true);
   REQUIRE(r.problem.tiles.size() == 448);
   // Hand-checked pieces of the problem: conv1's first CT (row 0, K 0..1 on core 0) fetches its
-  // weights (2x8x3x3 x 8 bits = 1152) and then its input window (8 channels x 3 padded rows x 56
-  // columns... as Stream sizes it, cns.csv tensor_I_bits 10752 = 8 x 3 x 56 x 8), both from DRAM.
+  // weights (2x8x3x3 x 8 bits = 1152) and then its input window as Stream sizes it, padding
+  // included (cns.csv tensor_I_bits: 8 channels x 3 rows x 58 columns x 8 bits = 11136), from DRAM.
   const auto& t0 = r.problem.tiles[0];
   REQUIRE(t0.inputs.size() == 2);
   CHECK(r.problem.tensors[size_t(t0.inputs[0])].bits == 1152);
-  CHECK(r.problem.tensors[size_t(t0.inputs[1])].bits == 10752);
+  CHECK(r.problem.tensors[size_t(t0.inputs[1])].bits == 11136);
   CHECK(r.problem.tensors[size_t(t0.inputs[1])].starts_offchip);
   // The four K-split CTs of a row share one input-row object (Stream's broadcast candidates).
   CHECK(r.problem.tiles[1].inputs[1] == t0.inputs[1]);
@@ -146,8 +148,34 @@ TEST_CASE("stream schedule: Stream's ResNet-18 layer-by-layer run rebuilt from i
   CHECK(r.schedule.latency_cc == 5563353.5);
   CHECK(r.schedule.energy.total() == doctest::Approx(4607092175.552).epsilon(1e-9));
   CHECK(c.ok());
-  MESSAGE("transfer rows differing from transfers.csv: " << c.transfer_mismatches << " of " << c.expected_transfers
-                                                         << " (ours " << c.transfers << ")");
+  // Transfers: Stream's rows include a 0-bandwidth block for the ReLU's 8-bit constant and the
+  // pooling's 0-bit one, which mapfuse's Einsums do not have (68 + 2 rows), so the rows are not
+  // aligned; per CN, Stream's other block rows are ours: the same (start, end, bandwidth, whether
+  // it occupies the bus), as multisets (the order of a CT's blocks differs: Stream's O;I2;I1).
+  CHECK(c.expected_transfers == 486);
+  CHECK(r.schedule.transfers.size() == 486 - 70);
+  const std::string dir = test::shared_data("stream/derived/coala/resnet18_lbl_fixed_k4");
+  const CsvTable tr = read_csv(dir + "/transfers.csv"), cns = read_csv(dir + "/cns.csv");
+  std::map<std::string, std::string> op_of;
+  std::map<std::string, int> tile_of;
+  for (const auto& row : cns.rows) {
+    const std::string cn = "L" + row[size_t(cns.column("layer_id"))] + "S" + row[size_t(cns.column("sub_id"))];
+    op_of[cn] = row[size_t(cns.column("op_type"))];
+    tile_of[cn] = r.g.tiles.layer_first[size_t(r.w.einsum_index(row[size_t(cns.column("layer_name"))]))] +
+                  std::stoi(row[size_t(cns.column("sub_id"))]);
+  }
+  using Row = std::tuple<int, double, double, double, bool>;  // tile, start, end, bandwidth, occupies
+  std::multiset<Row> want, got;
+  for (const auto& row : tr.rows) {
+    const std::string cn = row[size_t(tr.column("cn"))];
+    REQUIRE(row[size_t(tr.column("kind"))] == "block");
+    if (row[size_t(tr.column("layer_operand"))] == "W" && (op_of[cn] == "relu" || op_of[cn] == "pooling")) continue;
+    want.insert({tile_of[cn], std::stod(row[size_t(tr.column("start"))]), std::stod(row[size_t(tr.column("end"))]),
+                 std::stod(row[size_t(tr.column("link_bw_used"))]), row[size_t(tr.column("new_comm_event"))] == "1"});
+  }
+  for (const auto& x : r.schedule.transfers) got.insert({x.tile, x.start, x.end, x.bandwidth, x.occupies_links});
+  CHECK(want.size() == 416);
+  CHECK(want == got);
 }
 
 TEST_CASE("stream schedule: a written tile-cost table reads back; matching by range, size, '*' and whole rank") {
