@@ -81,7 +81,7 @@ Rebuilt rebuild(const std::string& onnx, const std::string& run, bool fused) {
 }
 
 // Our schedule in the replay's tile order (cns.csv rows), through the CNs' layer names.
-ReplayComparison compare_with_stream(const Rebuilt& r, const std::string& run, std::vector<int>* tile_of_row = nullptr) {
+ReplayComparison compare_with_stream(const Rebuilt& r, const std::string& run) {
   const std::string dir = test::shared_data("stream/derived/coala/" + run);
   const StreamReplay replay = load_stream_replay(dir);
   const CsvTable cns = read_csv(dir + "/cns.csv");
@@ -94,9 +94,21 @@ ReplayComparison compare_with_stream(const Rebuilt& r, const std::string& run, s
     const int t = r.g.tiles.layer_first[size_t(e)] + std::stoi(cns.rows[i][size_t(sub)]);
     CHECK(r.cores[size_t(t)] == std::stoi(cns.rows[i][size_t(core)]));  // Stream's core ids = our node ids
     s.tiles.push_back(r.schedule.tiles[size_t(t)]);
-    if (tile_of_row) tile_of_row->push_back(t);
   }
   return compare_replay(replay, s);
+}
+
+// Every CN's start and end (to 1e-6 cc), the pick order, latency and energy (relative 1e-9).
+ReplayComparison check_matches_stream(const Rebuilt& r, const std::string& run, size_t cns, double latency,
+                                      double energy) {
+  const ReplayComparison c = compare_with_stream(r, run);
+  CHECK(c.cns == cns);
+  CHECK(c.cn_mismatches == 0);
+  CHECK(c.pick_mismatches == 0);
+  CHECK(r.schedule.latency_cc == latency);
+  CHECK(r.schedule.energy.total() == doctest::Approx(energy).epsilon(1e-9));
+  CHECK(c.ok());
+  return c;
 }
 
 }  // namespace
@@ -119,14 +131,8 @@ TEST_CASE("stream schedule: Stream's 2conv fused run rebuilt from its ONNX, allo
   CHECK(t0.bw_fraction == 0.25);
   CHECK(!t0.sink);  // a tiled last layer is no sink in Stream (intra-layer edges)
 
-  const ReplayComparison c = compare_with_stream(r, "2conv_fused_fixed_k4");
-  CHECK(c.cns == 448);
-  CHECK(c.cn_mismatches == 0);
-  CHECK(c.pick_mismatches == 0);
-  CHECK(c.transfer_mismatches == 0);
-  CHECK(r.schedule.latency_cc == 61004);
-  CHECK(r.schedule.energy.total() == doctest::Approx(43296172.624).epsilon(1e-9));
-  CHECK(c.ok());
+  const ReplayComparison c = check_matches_stream(r, "2conv_fused_fixed_k4", 448, 61004, 43296172.624);
+  CHECK(c.transfer_mismatches == 0);  // every transfer and block row of transfers.csv, in order
 }
 
 TEST_CASE("stream schedule: Stream's ResNet-18 layer-by-layer run rebuilt from its ONNX, allocation and cost LUT") {
@@ -141,13 +147,7 @@ TEST_CASE("stream schedule: Stream's ResNet-18 layer-by-layer run rebuilt from i
   int sinks = 0;
   for (const auto& t : r.problem.tiles) sinks += t.sink;
   CHECK(sinks == 4);
-  const ReplayComparison c = compare_with_stream(r, "resnet18_lbl_fixed_k4");
-  CHECK(c.cns == 162);
-  CHECK(c.cn_mismatches == 0);
-  CHECK(c.pick_mismatches == 0);
-  CHECK(r.schedule.latency_cc == 5563353.5);
-  CHECK(r.schedule.energy.total() == doctest::Approx(4607092175.552).epsilon(1e-9));
-  CHECK(c.ok());
+  const ReplayComparison c = check_matches_stream(r, "resnet18_lbl_fixed_k4", 162, 5563353.5, 4607092175.552);
   // Transfers: Stream's rows include a 0-bandwidth block for the ReLU's 8-bit constant and the
   // pooling's 0-bit one, which mapfuse's Einsums do not have (68 + 2 rows), so the rows are not
   // aligned; per CN, Stream's other block rows are ours: the same (start, end, bandwidth, whether
