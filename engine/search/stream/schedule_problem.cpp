@@ -11,11 +11,18 @@
 namespace mapfuse {
 namespace {
 
-// Stream's tensor identity for operands a CT does not produce: (layer, tensor, box, bits).
-std::string object_key(const TileSet& ts, int layer, const TileAccess& a) {
-  std::string k = fmt::format("{}:{}:{}", layer, a.tensor, a.stream_bits);
-  for (const Range& r : ts.box(a)) k += fmt::format(":{},{}", r.lo, r.hi);
-  return k;
+// Stream's tensor identity for operands a CT does not produce: (layer, tensor, bits, box), as the
+// raw bytes of those integers (a hash key; formatting them was a third of the build time).
+void object_key(std::string& k, const TileSet& ts, int layer, const TileAccess& a) {
+  k.clear();
+  auto put = [&](auto v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(layer);
+  put(a.tensor);
+  put(a.stream_bits);
+  for (const Range& r : ts.box(a)) {
+    put(r.lo);
+    put(r.hi);
+  }
 }
 
 }  // namespace
@@ -49,9 +56,10 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
     p.tensors[t].is_output = true;
   }
   std::unordered_map<std::string, int> objects;
+  std::string key;
   auto object = [&](int tile, const TileAccess& a) {
-    const std::string k = object_key(ts, ts.tiles[size_t(tile)].layer, a);
-    auto [it, fresh] = objects.emplace(k, int(p.tensors.size()));
+    object_key(key, ts, ts.tiles[size_t(tile)].layer, a);
+    auto [it, fresh] = objects.emplace(key, int(p.tensors.size()));
     if (fresh) {
       coala::TensorSpec s;
       s.bits = double(a.stream_bits);
@@ -61,7 +69,7 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
     return it->second;
   };
 
-  std::vector<int> preds;
+  std::vector<int> preds, inter;
   std::vector<std::pair<int, int>> constants;  // (role order, tensor)
   for (size_t t = 0; t < n; ++t) {
     const Tile& ct = ts.tiles[t];
@@ -100,7 +108,7 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
       if (edge.kind() != EdgeKind::Inter) continue;
       p.tensors[size_t(edge.producer)].consumers.push_back(int(t));
     }
-    std::vector<int> inter;
+    inter.clear();
     for (int ei = g.first_pred[t]; ei < g.first_pred[t + 1]; ++ei) {
       const TileEdge& edge = g.edges[size_t(ei)];
       if (edge.kind() != EdgeKind::Inter ||
