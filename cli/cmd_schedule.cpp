@@ -25,7 +25,10 @@
 namespace mapfuse::cli {
 namespace {
 
-coala::Options parse_options(const std::string& semantics, const std::vector<std::string>& sets) {
+// The scheduler's switches and, for a workload run, the builder's (`problem`; null for a replay,
+// whose folder fixes the problem).
+coala::Options parse_options(const std::string& semantics, const std::vector<std::string>& sets,
+                             ScheduleProblemOptions* problem = nullptr) {
   coala::Semantics s;
   if (semantics == "stream") {
     s = coala::Semantics::Stream;
@@ -37,11 +40,15 @@ coala::Options parse_options(const std::string& semantics, const std::vector<std
                          did_you_mean(semantics, {"stream", "mapfuse"}));
   }
   coala::Options o = coala::Options::for_semantics(s);
-  const std::vector<std::pair<std::string, bool*>> switches = {
+  std::vector<std::pair<std::string, bool*>> switches = {
       {"dedup_only_equal_start", &o.dedup_only_equal_start},
       {"sync_cores_at_layer_start", &o.sync_cores_at_layer_start},
       {"constant_priority_overcount", &o.constant_priority_overcount},
       {"input_headstart", &o.input_headstart}};
+  if (problem) {
+    *problem = ScheduleProblemOptions::for_semantics(s);
+    switches.emplace_back("sinks_by_layer_edges", &problem->sinks_by_layer_edges);
+  }
   for (const auto& kv : sets) {
     const auto eq = kv.find('=');
     const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
@@ -195,7 +202,8 @@ int run_pipeline(const ScheduleOptions* o) {
   using clock = std::chrono::steady_clock;
   auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   nlohmann::json seconds;
-  const coala::Options opt = parse_options(o->semantics, o->sets);
+  ScheduleProblemOptions popt;
+  const coala::Options opt = parse_options(o->semantics, o->sets, &popt);
   if (o->mode != "fused" && o->mode != "lbl")
     throw InputError({}, "--mode", "expected fused or lbl, got '" + o->mode + "'" + did_you_mean(o->mode, {"fused", "lbl"}));
   int64_t inter_parts = 4;
@@ -257,7 +265,7 @@ int run_pipeline(const ScheduleOptions* o) {
   seconds["tile_costs"] = since(t);
 
   t = clock::now();
-  const coala::Problem problem = build_schedule_problem(w, g, arch, cores, costs);
+  const coala::Problem problem = build_schedule_problem(w, g, arch, cores, costs, popt);
   seconds["problem"] = since(t);
   t = clock::now();
   const coala::Schedule s = coala::schedule(problem, opt);
@@ -332,7 +340,8 @@ Command add_schedule_command(CLI::App& app) {
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();
   cmd->add_option("--set", o->sets, "override one switch of the semantics: NAME=0|1 (dedup_only_equal_start, "
-                                    "sync_cores_at_layer_start, constant_priority_overcount, input_headstart)");
+                                    "sync_cores_at_layer_start, constant_priority_overcount, input_headstart; with --workload also "
+                                    "sinks_by_layer_edges)");
   cmd->add_option("--show", o->show, "per-CN differences to print (--replay-stream)")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the result as JSON");
   return {cmd, [o]() {

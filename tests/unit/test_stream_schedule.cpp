@@ -133,6 +133,21 @@ TEST_CASE("stream schedule: Stream's 2conv fused run rebuilt from its ONNX, allo
 
   const ReplayComparison c = check_matches_stream(r, "2conv_fused_fixed_k4", 448, 61004, 43296172.624);
   CHECK(c.transfer_mismatches == 0);  // every transfer and block row of transfers.csv, in order
+
+  // mapfuse's sink rule: every conv2 CT's output is a network output and is written back: 224
+  // write-backs of 896 bits (2 channels x 56 columns x 8 bits), each a read of 112 words from the
+  // tpu_like SRAM (1.625625 pJ) and a write of 112 words to DRAM (125 pJ); the last one ends
+  // 896 / 32 = 28 cycles after the last CT.
+  ScheduleProblemOptions po;
+  po.sinks_by_layer_edges = false;
+  const coala::Problem p2 = build_schedule_problem(r.w, r.g, r.arch, r.cores, r.costs, po);
+  int sinks = 0;
+  for (const auto& t : p2.tiles) sinks += t.sink;
+  CHECK(sinks == 224);
+  const coala::Schedule s2 = coala::schedule(p2, coala::Options::for_semantics(coala::Semantics::Stream));
+  CHECK(s2.energy.memory[3] == doctest::Approx(224 * (1.625625 + 125) * 112).epsilon(1e-12));
+  CHECK(s2.energy.total() == doctest::Approx(43296172.624 + 224 * (1.625625 + 125) * 112).epsilon(1e-12));
+  CHECK(s2.latency_cc == 61004 + 28);
 }
 
 TEST_CASE("stream schedule: Stream's ResNet-18 layer-by-layer run rebuilt from its ONNX, allocation and cost LUT") {

@@ -28,7 +28,8 @@ void object_key(std::string& k, const TileSet& ts, int layer, const TileAccess& 
 }  // namespace
 
 coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, const Architecture& arch,
-                                      std::span<const int> core_of_tile, std::span<const TileCost> costs) {
+                                      std::span<const int> core_of_tile, std::span<const TileCost> costs,
+                                      const ScheduleProblemOptions& options) {
   const TileSet& ts = g.tiles;
   const size_t n = ts.tiles.size();
   if (core_of_tile.size() != n || costs.size() != n)
@@ -96,7 +97,9 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
     s.offchip_energy_pj = cost.offchip_energy_pj;
     s.bw_fraction = 1.0 / double(std::max(1, ts.layer_groups[size_t(ct.layer)]));
     s.output = int(t);
-    s.sink = sink_layer[size_t(ct.layer)] != 0;
+    s.sink = options.sinks_by_layer_edges
+                 ? sink_layer[size_t(ct.layer)] != 0
+                 : w.tensors[size_t(acc[size_t(output_access[t])].tensor)].consumers.empty();
 
     // Inter-layer producers, each once, by (layer, sub id) = tile index.
     preds.clear();

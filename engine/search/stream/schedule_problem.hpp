@@ -11,6 +11,18 @@
 
 namespace mapfuse {
 
+struct ScheduleProblemOptions {
+  // Stream: a CT is a sink (its output written back to DRAM when it ends) when no CT of its layer
+  // has a successor, intra-layer edges included, so a tiled last layer never writes its output
+  // back. Off (mapfuse): every CT whose output tensor no Einsum reads (the network's outputs).
+  bool sinks_by_layer_edges = true;
+  static ScheduleProblemOptions for_semantics(coala::Semantics s) {
+    ScheduleProblemOptions o;
+    o.sinks_by_layer_edges = s == coala::Semantics::Stream;
+    return o;
+  }
+};
+
 // Hardware from coala::set_hardware(arch); per CT (problem tile i = graph tile i):
 //  - core = core_of_tile[i] (an arch core index), priority = Tile::priority, runtime and energies
 //    from costs[i], bw_fraction = 1 / the layer's inter-core groups;
@@ -23,12 +35,12 @@ namespace mapfuse {
 //    from DRAM (TileCost offchip) are not fetched;
 //  - blocks: an offchip output (first; the output then goes to DRAM) and each offchip input (as
 //    its constant object, or the CT's own window of the produced tensor) with their DRAM bandwidths;
-//  - sinks: every CT of a layer none of whose CTs has a successor (Stream: a tiled last layer has
-//    intra-layer edges and is no sink);
+//  - sinks: ScheduleProblemOptions::sinks_by_layer_edges;
 //  - edges: every graph edge once per (producer, consumer).
 // Throws InputError for mismatched sizes, a core index out of range or a core that cannot run the
 // CT's operator.
 coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, const Architecture& arch,
-                                      std::span<const int> core_of_tile, std::span<const TileCost> costs);
+                                      std::span<const int> core_of_tile, std::span<const TileCost> costs,
+                                      const ScheduleProblemOptions& options = {});
 
 }  // namespace mapfuse
