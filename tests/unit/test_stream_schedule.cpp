@@ -193,7 +193,7 @@ TEST_CASE("stream schedule: Stream's ResNet-18 layer-by-layer run rebuilt from i
   CHECK(want == got);
 }
 
-TEST_CASE("stream schedule: a written tile-cost table reads back; matching by range, size, '*' and whole rank") {
+TEST_CASE("stream schedule: a written tile-cost table reads back, rows match by range, size, '*' and whole rank") {
   const Rebuilt r = rebuild("stream/classic_cb9dfc52/testing/workload/2_conv.onnx", "2conv_fused_fixed_k4", true);
   const std::string path = (fs::temp_directory_path() / "mapfuse_stream_schedule_costs.csv").string();
   write_tile_costs(path, r.w, r.g.tiles, r.arch, r.cores, r.costs);
