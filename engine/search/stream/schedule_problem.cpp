@@ -88,18 +88,18 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
                                                      cost.operands.size(), acc.size()));
     auto offchip = [&](size_t a) { return !cost.operands.empty() && cost.operands[a].offchip; };
     coala::TileSpec& s = p.tiles[t];
-    s.layer = ct.layer;
-    s.sub = ct.sub_id;
-    s.core = core;
-    s.priority = ct.priority;
-    s.runtime_cc = cost.latency_cc;
-    s.onchip_energy_pj = cost.onchip_energy_pj;
-    s.offchip_energy_pj = cost.offchip_energy_pj;
-    s.bw_fraction = 1.0 / double(std::max(1, ts.layer_groups[size_t(ct.layer)]));
-    s.output = int(t);
-    s.sink = options.sinks_by_layer_edges
-                 ? sink_layer[size_t(ct.layer)] != 0
-                 : w.tensors[size_t(acc[size_t(output_access[t])].tensor)].consumers.empty();
+    s = coala::TileSpec{
+        .layer = ct.layer,
+        .sub = ct.sub_id,
+        .core = core,
+        .priority = ct.priority,
+        .runtime_cc = cost.latency_cc,
+        .onchip_energy_pj = cost.onchip_energy_pj,
+        .offchip_energy_pj = cost.offchip_energy_pj,
+        .bw_fraction = 1.0 / double(std::max(1, ts.layer_groups[size_t(ct.layer)])),
+        .output = int(t),
+        .sink = options.sinks_by_layer_edges ? sink_layer[size_t(ct.layer)] != 0
+                                             : w.tensors[size_t(acc[size_t(output_access[t])].tensor)].consumers.empty()};
 
     // Inter-layer producers, each once, by (layer, sub id) = tile index.
     preds.clear();
