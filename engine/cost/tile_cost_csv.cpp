@@ -48,7 +48,8 @@ struct RangeMatch {
     switch (kind) {
       case Whole: return r.lo == 0 && r.hi >= rank_size;
       case Any: return true;
-      case Exact: return r.lo == a && r.hi == b;
+      case Exact:  // a range over the whole rank is the whole rank (a Pad remainder may extend it)
+        return (r.lo == a && r.hi == b) || (a == 0 && b >= rank_size && r.lo == 0 && r.hi >= rank_size);
       case Size: return r.hi - r.lo == a;
     }
     return false;
@@ -211,10 +212,38 @@ std::vector<TileCost> tile_costs_from_table(const CsvTable& t, const Workload& w
     rows.push_back(std::move(r));
   }
 
-  // Rows by (layer, core), in file order: the first match wins.
-  std::unordered_map<int64_t, std::vector<int>> by_key;
+  // The first matching row wins. Rows whose cells are all ranges or whole ranks (what
+  // write_tile_costs writes, one per CT) are found by hashing (layer, core, ranges), whole ranks
+  // normalised; the others are scanned in file order, up to the hashed hit's row.
   const int64_t ncores = int64_t(arch.cores.size());
-  for (size_t i = 0; i < rows.size(); ++i) by_key[rows[i].layer * ncores + rows[i].core].push_back(int(i));
+  auto put = [](std::string& k, int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto head = [&](std::string& k, int layer, int core) {
+    k.clear();
+    put(k, layer);
+    put(k, core);
+  };
+  constexpr int64_t kWhole = -1;
+  std::unordered_map<std::string, int> exact;          // key -> first row
+  std::unordered_map<int64_t, std::vector<int>> other;  // (layer, core) -> rows in file order
+  std::string key;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    const Einsum& e = w.einsums[size_t(r.layer)];
+    bool hashable = true;
+    head(key, r.layer, r.core);
+    for (size_t k = 0; k < r.ranks.size() && hashable; ++k) {
+      const RangeMatch& m = r.ranks[k];
+      const bool whole = m.kind == RangeMatch::Whole ||
+                         (m.kind == RangeMatch::Exact && m.a == 0 && m.b >= e.ranks[k].size);
+      hashable = whole || m.kind == RangeMatch::Exact;
+      put(key, whole ? kWhole : m.a);
+      put(key, whole ? kWhole : m.b);
+    }
+    if (hashable)
+      exact.emplace(key, int(i));
+    else
+      other[r.layer * ncores + r.core].push_back(int(i));
+  }
   std::vector<TileCost> out(ts.tiles.size());
   for (size_t tile = 0; tile < ts.tiles.size(); ++tile) {
     const Tile& ct = ts.tiles[tile];
@@ -223,10 +252,17 @@ std::vector<TileCost> tile_costs_from_table(const CsvTable& t, const Workload& w
       throw InputError({}, "core_of_tile", fmt::format("core {} of CT {} is not a core of '{}'", core, tile, arch.name));
     const Einsum& e = w.einsums[size_t(ct.layer)];
     const auto rr = ts.rank_ranges(int(tile));
-    const Row* hit = nullptr;
-    auto it = by_key.find(ct.layer * ncores + core);
-    if (it != by_key.end())
+    head(key, ct.layer, core);
+    for (size_t k = 0; k < rr.size(); ++k) {
+      const bool whole = rr[k].lo == 0 && rr[k].hi >= e.ranks[k].size;
+      put(key, whole ? kWhole : rr[k].lo);
+      put(key, whole ? kWhole : rr[k].hi);
+    }
+    auto ex = exact.find(key);
+    const Row* hit = ex == exact.end() ? nullptr : &rows[size_t(ex->second)];
+    if (auto it = other.find(ct.layer * ncores + core); it != other.end())
       for (int ri : it->second) {
+        if (hit && ri > ex->second) break;
         const Row& r = rows[size_t(ri)];
         bool ok = true;
         for (size_t k = 0; k < rr.size() && ok; ++k) ok = r.ranks[k].matches(rr[k], e.ranks[k].size);

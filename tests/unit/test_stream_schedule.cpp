@@ -222,6 +222,17 @@ TEST_CASE("stream schedule: a written tile-cost table reads back, rows match by 
   CHECK(costs[4].operands[size_t(out)].dram_bits_per_cycle == 3);
   CHECK(costs[r.g.tiles.layer_first[1]].latency_cc == 11);
   CHECK(costs[r.g.tiles.layer_first[1]].offchip_energy_pj == 4);
+  // The first matching row wins also over the exact rows a written table has (they are hashed).
+  std::string general = "layer,core,P,K,latency_cc,onchip_energy_pj,offchip_energy_pj,offchip\n";
+  for (int c = 0; c < 4; ++c) general += conv1 + ",tpu_like_" + std::to_string(c) + ",1,*,9,1,0,\n";
+  const CsvTable written = read_csv(path);
+  // The written rows under P and K only (the other ranks are whole in 2conv).
+  const int wp = written.column("P"), wk = written.column("K"), wl = written.column("latency_cc");
+  for (const auto& row : written.rows)
+    general += row[0] + "," + row[1] + "," + row[size_t(wp)] + "," + row[size_t(wk)] + "," + row[size_t(wl)] + ",1,0,\n";
+  const auto first = tile_costs_from_table(parse_csv(general, "general.csv"), r.w, r.g.tiles, r.arch, r.cores);
+  for (int t = 0; t < r.g.tiles.layer_first[1]; ++t) CHECK(first[size_t(t)].latency_cc == 9);
+  for (size_t t = size_t(r.g.tiles.layer_first[1]); t < first.size(); ++t) CHECK(first[t].latency_cc == r.costs[t].latency_cc);
 }
 
 namespace {
