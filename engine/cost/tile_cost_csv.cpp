@@ -274,15 +274,11 @@ std::vector<TileCost> tile_costs_from_table(const CsvTable& t, const Workload& w
     if (!hit)
       throw InputError({t.source, 0, 0}, "",
                        "no row for " + describe_tile(w, ts, int(tile)) + " on core '" + arch.cores[size_t(core)].name + "'");
-    // The row's operands are per Einsum tensor; a CT lists the same tensors in the same order.
-    TileCost c = hit->cost;
-    const auto acc = ts.tile_accesses(int(tile));
-    std::vector<OperandCost> ops(acc.size());
-    for (size_t a = 0; a < acc.size(); ++a)
-      for (size_t k = 0; k < e.tensors.size(); ++k)
-        if (w.tensor_index(e.tensors[k].name) == acc[a].tensor) ops[a] = hit->cost.operands[k];
-    c.operands = std::move(ops);
-    out[tile] = std::move(c);
+    // The row's operands are per Einsum tensor, and a CT lists its accesses in that order.
+    if (ts.tiles[tile].n_accesses != e.tensors.size())
+      throw InputError({}, "tiles", fmt::format("CT {} has {} accesses for {} tensors of '{}'", tile,
+                                                ts.tiles[tile].n_accesses, e.tensors.size(), e.name));
+    out[tile] = hit->cost;
   }
   return out;
 }
@@ -319,13 +315,10 @@ void write_tile_costs(const std::string& path, const Workload& w, const TileSet&
     if (!seen.insert(row).second) continue;
     const TileCost& c = costs[tile];
     row += fmt::format(",{},{},{},", c.latency_cc, c.onchip_energy_pj, c.offchip_energy_pj);
-    const auto acc = ts.tile_accesses(int(tile));
-    std::string off;
-    for (size_t a = 0; a < acc.size() && a < c.operands.size(); ++a) {
-      if (!c.operands[a].offchip) continue;
-      const int k = e.tensor_index(w.tensors[size_t(acc[a].tensor)].name);
-      off += fmt::format("{}{}={}", off.empty() ? "" : ";", label_of(e, k), c.operands[a].dram_bits_per_cycle);
-    }
+    std::string off;  // a CT's accesses are in the Einsum's tensor order
+    for (size_t a = 0; a < c.operands.size() && a < e.tensors.size(); ++a)
+      if (c.operands[a].offchip)
+        off += fmt::format("{}{}={}", off.empty() ? "" : ";", label_of(e, int(a)), c.operands[a].dram_bits_per_cycle);
     text += row + off + "\n";
   }
   std::ofstream out(path);
