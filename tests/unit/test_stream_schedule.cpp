@@ -191,6 +191,21 @@ TEST_CASE("stream schedule: Stream's ResNet-18 layer-by-layer run rebuilt from i
   for (const auto& x : r.schedule.transfers) got.insert({x.tile, x.start, x.end, x.bandwidth, x.occupies_links});
   CHECK(want.size() == 416);
   CHECK(want == got);
+
+  // The off-chip operands and their bandwidths survive a written table.
+  const std::string path = (fs::temp_directory_path() / "mapfuse_stream_schedule_lbl_costs.csv").string();
+  write_tile_costs(path, r.w, r.g.tiles, r.arch, r.cores, r.costs);
+  const auto back = read_tile_costs(path, r.w, r.g.tiles, r.arch, r.cores);
+  int offchip = 0;
+  for (size_t t = 0; t < back.size(); ++t) {
+    REQUIRE(back[t].operands.size() == r.costs[t].operands.size());
+    for (size_t a = 0; a < back[t].operands.size(); ++a) {
+      CHECK(back[t].operands[a].offchip == r.costs[t].operands[a].offchip);
+      CHECK(back[t].operands[a].dram_bits_per_cycle == r.costs[t].operands[a].dram_bits_per_cycle);
+      offchip += back[t].operands[a].offchip;
+    }
+  }
+  CHECK(offchip == 416);  // every operand of every CT: Stream's 416 blocks that have a mapfuse tensor
 }
 
 TEST_CASE("stream schedule: a written tile-cost table reads back, rows match by range, size, '*' and whole rank") {
