@@ -258,8 +258,9 @@ def schedule_plots(name, g, outdir):
     rows = [("core", c) for c in used_cores] + [("link", l) for l in used_links]
     fig, ax = plt.subplots(figsize=(12, 0.55 * len(rows) + 1.8))
     layers = sorted({int(t["layer"]) for t in tiles})
-    cmap = plt.get_cmap("tab20")
-    colour = {l: cmap(i % 20) for i, l in enumerate(layers)}
+    # Pastel layer colours, so that the saturated transfer-cause colours stand apart from them.
+    pastel = list(plt.get_cmap("Set3").colors) + list(plt.get_cmap("Pastel2").colors)
+    colour = {l: pastel[i % len(pastel)] for i, l in enumerate(layers)}
     for y, (kind, k) in enumerate(rows):
         if kind == "core":
             mine = [t for t in tiles if t["core"] == k]
@@ -277,8 +278,8 @@ def schedule_plots(name, g, outdir):
                         ax.broken_barh([(t["start"], t["end"] - t["start"])], (y - 0.4 + lane[j] * h, h),
                                        facecolors=c, edgecolor="none")
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([text(cores[k]["name"]) if kind == "core" else "link " + text(links[k]["name"]) for kind, k in rows],
-                       fontsize=8)
+    ax.set_yticklabels([f"core {k} {text(cores[k]['name'])}" if kind == "core" else "link " + text(links[k]["name"])
+                        for kind, k in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, latency)
     ax.set_xlabel("time [cycles]")
@@ -305,13 +306,18 @@ def schedule_plots(name, g, outdir):
             ax.step(ts, kib + kib[-1:], where="post", color="tab:blue", linewidth=0.8)
             ax.fill_between(ts, kib + kib[-1:], step="post", alpha=0.3, color="tab:blue")
             cap = cores[k]["capacity_bits"] / 8192
-            ax.axhline(cap, color="tab:red", linestyle="--", linewidth=0.8)
-            ax.set_ylim(0, cap * 1.08)
-            ax.set_ylabel(f"{text(cores[k]['name'])}\n[KiB]", fontsize=8)
-            ax.text(0.995, 0.9, f"peak {cores[k]['peak_memory_bits'] / 8192:.6g} of {cap:.6g} KiB", transform=ax.transAxes,
-                    ha="right", va="top", fontsize=7)
+            peak = cores[k]["peak_memory_bits"] / 8192
+            note = f"peak {peak:.6g} KiB of {cap:.6g} KiB ({100 * peak / cap:.3g} %)"
+            if cap <= 4 * peak:
+                ax.axhline(cap, color="tab:red", linestyle="--", linewidth=0.8)
+                ax.set_ylim(0, cap * 1.08)
+            else:  # a capacity line would flatten the occupancy: scale to the peak, say so
+                ax.set_ylim(0, max(peak, 1e-9) * 1.15)
+                note += "; capacity off the scale"
+            ax.set_ylabel(f"core {k} {text(cores[k]['name'])}\n[KiB]", fontsize=8)
+            ax.text(0.005, 0.95, note, transform=ax.transAxes, ha="left", va="top", fontsize=7)
         axes[-1, 0].set_xlabel("time [cycles]")
-        axes[0, 0].set_title(f"{name}: top-memory occupancy per core (dashed: capacity)")
+        axes[0, 0].set_title(f"{name}: top-memory occupancy per core (dashed: capacity, where on the scale)")
         fig.tight_layout()
         out = os.path.join(outdir, f"memory_{name}.png")
         fig.savefig(out, dpi=100)

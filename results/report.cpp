@@ -473,7 +473,7 @@ std::string schedule_report_markdown(const std::vector<ScheduleRecord>& schedule
           busy += t.end - t.start;
         }
       const auto& c = s.cores[k];
-      out += fmt::format("| {}{} | {} | {:.10g} | {:.1f} % | {:.10g} | {:.10g} |\n", c.name, c.offchip ? " (off-chip)" : "", n,
+      out += fmt::format("| {} {}{} | {} | {:.10g} | {:.1f} % | {:.10g} | {:.10g} |\n", k, c.name, c.offchip ? " (off-chip)" : "", n,
                          busy, s.latency_cc > 0 ? 100 * busy / s.latency_cc : 0.0, c.peak_memory_bits, c.capacity_bits);
     }
     out += "\n";
