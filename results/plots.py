@@ -239,6 +239,13 @@ def lanes(intervals):
     return out, max(1, len(ends))
 
 
+def save_png(fig, out, dpi=100):
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return out
+
+
 def schedule_plots(name, g, outdir):
     cores = g["cores"][...]
     links = g["links"][...]
@@ -289,12 +296,9 @@ def schedule_plots(name, g, outdir):
     causes = {text(t["cause"]) for t in busy}
     handles += [Patch(color=c, label=cause.lower()) for cause, c in CAUSE_COLOURS.items() if cause in causes]
     ax.legend(handles=handles, fontsize=6, ncol=max(1, (len(handles) + 11) // 12), loc="upper left",
-              bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    out = os.path.join(outdir, f"gantt_{name}.png")
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    written.append(out)
+              bbox_to_anchor=(1.01, 1.0), title=f"{len(layers)} layers, colours repeat every {len(pastel)}"
+              if len(layers) > len(pastel) else None, title_fontsize=6)
+    written.append(save_png(fig, os.path.join(outdir, f"gantt_{name}.png")))
 
     shown = [k for k in range(len(cores)) if not cores[k]["offchip"] and (k in used_cores or cores[k]["peak_memory_bits"] > 0)]
     if shown:
@@ -318,11 +322,7 @@ def schedule_plots(name, g, outdir):
             ax.text(0.005, 0.95, note, transform=ax.transAxes, ha="left", va="top", fontsize=7)
         axes[-1, 0].set_xlabel("time [cycles]")
         axes[0, 0].set_title(f"{name}: top-memory occupancy per core (dashed: capacity, where on the scale)")
-        fig.tight_layout()
-        out = os.path.join(outdir, f"memory_{name}.png")
-        fig.savefig(out, dpi=100)
-        plt.close(fig)
-        written.append(out)
+        written.append(save_png(fig, os.path.join(outdir, f"memory_{name}.png")))
     return written
 
 

@@ -55,6 +55,21 @@ const Transfer& find_transfer(const Schedule& s, int tensor, int receiver) {
   return s.transfers.front();
 }
 
+// One core of 1000 bits: A and B each produce 600 bits, which C and D (8-bit outputs) consume in
+// turn, so B's output forces A's out to DRAM and C's fetch forces B's out. Tensors 0-3: OA, OB, OC, OD.
+Problem eviction_case() {
+  Problem p = machine(1, 1000);
+  one_bus(p, 128, 0);
+  const int oa = tensor(p, 600, 0, true, false, {2});
+  const int ob = tensor(p, 600, 1, true, false, {3});
+  const int oc = tensor(p, 8, 2, true, false, {});
+  const int od = tensor(p, 8, 3, true, false, {});
+  p.tiles = {tile(0, 0, 0, 100, oa, {}), tile(1, 0, 1, 100, ob, {}), tile(2, 0, 2, 10, oc, {oa}),
+             tile(3, 0, 3, 10, od, {ob})};
+  p.edges = {{0, 2}, {1, 3}};
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("coala: two CTs on two cores over one link, exact start/end/energy") {
@@ -100,16 +115,8 @@ TEST_CASE("coala: two CTs on two cores over one link, exact start/end/energy") {
 }
 
 TEST_CASE("coala: a forced eviction is written back to DRAM and fetched again") {
-  Problem p = machine(1, 1000);
-  one_bus(p, 128, 0);
-  const int oa = tensor(p, 600, 0, true, false, {2});
-  const int ob = tensor(p, 600, 1, true, false, {3});
-  const int oc = tensor(p, 8, 2, true, false, {});
-  const int od = tensor(p, 8, 3, true, false, {});
-  p.tiles = {tile(0, 0, 0, 100, oa, {}), tile(1, 0, 1, 100, ob, {}), tile(2, 0, 2, 10, oc, {oa}),
-             tile(3, 0, 3, 10, od, {ob})};
-  p.edges = {{0, 2}, {1, 3}};
-  const Schedule s = schedule(p, Options::for_semantics(Semantics::Stream));
+  const Schedule s = schedule(eviction_case(), Options::for_semantics(Semantics::Stream));
+  const int oa = 0, ob = 1;
   // B's output needs 600 of 1000 bits while OA holds 600: OA is evicted, written back over [100,105).
   std::vector<const Transfer*> evictions;
   for (const auto& t : s.transfers)
@@ -145,16 +152,7 @@ TEST_CASE("coala: the memory trace of the forced eviction, step by step") {
   // at 105, when OB arrives: no step), OB [105,240) is written back at 205 and freed at 210, when
   // OA comes back (no step); OC from 215, OD from 230; OA leaves at C's end 225 as OB arrives
   // (no step); OB leaves at D's end 240.
-  Problem p = machine(1, 1000);
-  one_bus(p, 128, 0);
-  const int oa = tensor(p, 600, 0, true, false, {2});
-  const int ob = tensor(p, 600, 1, true, false, {3});
-  const int oc = tensor(p, 8, 2, true, false, {});
-  const int od = tensor(p, 8, 3, true, false, {});
-  p.tiles = {tile(0, 0, 0, 100, oa, {}), tile(1, 0, 1, 100, ob, {}), tile(2, 0, 2, 10, oc, {oa}),
-             tile(3, 0, 3, 10, od, {ob})};
-  p.edges = {{0, 2}, {1, 3}};
-  const Schedule s = schedule(p, Options::for_semantics(Semantics::Stream));
+  const Schedule s = schedule(eviction_case(), Options::for_semantics(Semantics::Stream));
   REQUIRE(s.memory_trace.size() == 2);
   CHECK(s.memory_trace[0] == std::vector<MemoryStep>{{0, 600}, {215, 608}, {230, 616}, {240, 16}});
   // DRAM: the write-back copies, from their transfer starts until their consumers end.
