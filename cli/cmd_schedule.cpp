@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/schedule_record.hpp"
 #include "engine/common/error.hpp"
 #include "engine/cost/coala.hpp"
 #include "engine/validation/stream_replay.hpp"
@@ -55,7 +57,7 @@ Command add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "COALA list scheduling of computation tiles on a multi-core "
                                              "accelerator (Stream); --replay-stream checks it against Stream's own schedule");
   struct Options {
-    std::string replay, semantics = "stream";
+    std::string replay, semantics = "stream", output;
     std::vector<std::string> sets;
     bool json = false;
     int show = 20;
@@ -70,6 +72,8 @@ Command add_schedule_command(CLI::App& app) {
                                     "sync_cores_at_layer_start, constant_priority_overcount, input_headstart)");
   cmd->add_option("--show", o->show, "per-CN differences to print")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the result as JSON");
+  cmd->add_option("--output", o->output, "also write the schedule to this HDF5 file (docs/results.md, \"Schedule files\"; "
+                                         "`mapfuse report FILE --plots DIR` draws it)");
   return {cmd, [o]() {
             const coala::Options opt = parse_options(o->semantics, o->sets);
             const StreamReplay replay = load_stream_replay(o->replay);
@@ -78,6 +82,11 @@ Command add_schedule_command(CLI::App& app) {
             const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             const ReplayComparison c = compare_replay(replay, s);
             const bool strict = o->semantics == "stream" && o->sets.empty();
+            if (!o->output.empty()) {  // named after the folder
+              std::string name = std::filesystem::path(o->replay + "/.").lexically_normal().parent_path().filename().string();
+              if (name.empty() || name == "." || name == "..") name = "schedule";
+              write_schedule_h5(o->output, {schedule_record(name, o->semantics, replay.folder, replay.problem, s)});
+            }
             if (o->json) {
               nlohmann::json j;
               j["folder"] = replay.folder;
