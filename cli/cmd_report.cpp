@@ -45,18 +45,26 @@ static LayerOrder layer_order(const StudyFile& s, const std::string& path) {
 }
 
 Command add_report_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("report", "Summary tables and plots of a study file");
+  auto* cmd = app.add_subcommand("report", "Summary tables and plots of a study file or of a schedule file");
   auto path = std::make_shared<std::string>();
   auto csv = std::make_shared<bool>(false);
   auto plots = std::make_shared<std::string>();
   auto no_plots = std::make_shared<bool>(false);
   auto units = std::make_shared<bool>(false);
-  cmd->add_option("study", *path, "study HDF5 file written by `mapfuse run`")->required();
+  cmd->add_option("study", *path, "study HDF5 file written by `mapfuse run` (or a schedule file of `mapfuse schedule --output`)")->required();
   cmd->add_flag("--csv", *csv, "print every unit as CSV, its parameters as columns, instead of the Markdown summary");
   cmd->add_flag("--units", *units, "also list every unit in the Markdown summary");
   cmd->add_option("--plots", *plots, "directory for the PNG plots (default: <study>_plots)");
   cmd->add_flag("--no-plots", *no_plots, "tables only");
   return {cmd, [=]() {
+            if (is_schedule_h5(*path)) {  // `mapfuse schedule --output`: totals, Gantt chart and memory plot
+              std::cout << schedule_report_markdown(read_schedule_h5(*path));
+              if (!*no_plots) {
+                const std::string dir = plots->empty() ? (std::filesystem::path(*path).replace_extension("").string() + "_plots") : *plots;
+                for (const std::string& f : write_plots(*path, dir)) fmt::print(stderr, "wrote {}\n", f);
+              }
+              return 0;
+            }
             const StudyFile s = read_study_h5(*path);
             const std::vector<SweepPointInfo> sweep = sweep_points(s, *path);
             ReportOptions options;

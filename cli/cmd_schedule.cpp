@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/schedule_record.hpp"
 #include "engine/common/error.hpp"
 #include "engine/arch/arch_toml.hpp"
 #include "engine/cost/coala.hpp"
@@ -66,7 +67,7 @@ coala::Options parse_options(const std::string& semantics, const std::vector<std
 }
 
 struct ScheduleOptions {
-  std::string replay, semantics = "stream";
+  std::string replay, semantics = "stream", output;
   std::vector<std::string> sets;
   bool json = false;
   int show = 20;
@@ -83,6 +84,11 @@ int run_replay(const ScheduleOptions* o) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const ReplayComparison c = compare_replay(replay, s);
   const bool strict = o->semantics == "stream" && o->sets.empty();
+  if (!o->output.empty()) {  // named after the folder
+    std::string name = std::filesystem::path(o->replay + "/.").lexically_normal().parent_path().filename().string();
+    if (name.empty() || name == "." || name == "..") name = "schedule";
+    write_schedule_h5(o->output, {schedule_record(name, o->semantics, replay.folder, replay.problem, s)});
+  }
   if (o->json) {
     nlohmann::json j;
     j["folder"] = replay.folder;
@@ -271,6 +277,8 @@ int run_pipeline(const ScheduleOptions* o) {
   const coala::Schedule s = coala::schedule(problem, opt);
   seconds["schedule"] = since(t);
 
+  if (!o->output.empty())  // named after the workload
+    write_schedule_h5(o->output, {schedule_record(w.name, o->semantics, o->workload, problem, s)});
   const double energy = s.energy.total();
   const auto per_layer = layer_cores(w, g.tiles, cores);
   if (o->json) {
@@ -344,6 +352,8 @@ Command add_schedule_command(CLI::App& app) {
                                     "sinks_by_layer_edges)");
   cmd->add_option("--show", o->show, "per-CN differences to print (--replay-stream)")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the result as JSON");
+  cmd->add_option("--output", o->output, "also write the schedule to this HDF5 file (docs/results.md, \"Schedule files\"; "
+                                         "`mapfuse report FILE --plots DIR` draws it)");
   return {cmd, [o]() {
             const std::vector<std::pair<const char*, const std::string*>> inputs = {
                 {"--arch", &o->arch}, {"--workload", &o->workload}, {"--allocation", &o->allocation},

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "engine/common/error.hpp"
+#include "results/hdf5_io.hpp"
 
 #ifndef MAPFUSE_VERSION
 #define MAPFUSE_VERSION "unknown"
@@ -40,84 +41,12 @@ std::string iso8601_now() { return iso8601_utc(std::chrono::system_clock::now())
 
 namespace {
 
+using namespace h5io;
+
 constexpr const char* kFormat = "mapfuse-study";
 // 2: parameter columns in /units (docs/results.md). Files of version 1 (no such columns) still read.
 constexpr int kSchemaVersion = 2;
 constexpr int kOldestSchemaVersion = 1;
-
-// ---- HDF5 plumbing -------------------------------------------------------------------------
-
-// The HDF5 error stack prints itself to stderr by default; we turn failures into exceptions.
-class QuietErrors {
- public:
-  QuietErrors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-herr_t innermost_error(unsigned n, const H5E_error2_t* e, void* data) {
-  if (n == 0 && e->desc) *static_cast<std::string*>(data) = e->desc;
-  return 0;
-}
-
-std::string hdf5_error() {
-  std::string s;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_error, &s);
-  return s.empty() ? "HDF5 error" : s;
-}
-
-class Handle {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Handle() = default;
-  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
-  Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
-  Handle& operator=(Handle&& o) noexcept {
-    reset();
-    id_ = o.id_;
-    close_ = o.close_;
-    o.id_ = -1;
-    return *this;
-  }
-  ~Handle() { reset(); }
-  void reset() {
-    if (id_ >= 0 && close_) close_(id_);
-    id_ = -1;
-  }
-  hid_t get() const { return id_; }
-  operator hid_t() const { return id_; }
-
- private:
-  hid_t id_ = -1;
-  Closer close_ = nullptr;
-};
-
-struct Context {
-  std::string path;
-  [[noreturn]] void fail(const std::string& what) const {
-    throw std::runtime_error("HDF5 file '" + path + "': " + what + ": " + hdf5_error());
-  }
-  Handle check(hid_t id, Handle::Closer close, const std::string& what) const {
-    if (id < 0) fail(what);
-    return Handle(id, close);
-  }
-  void check(herr_t status, const std::string& what) const {
-    if (status < 0) fail(what);
-  }
-};
-
-Handle vlen_string_type(const Context& c) {
-  Handle t = c.check(H5Tcopy(H5T_C_S1), H5Tclose, "string type");
-  c.check(H5Tset_size(t, H5T_VARIABLE), "string type");
-  c.check(H5Tset_cset(t, H5T_CSET_UTF8), "string type");
-  return t;
-}
 
 Handle status_type(const Context& c) {
   Handle t = c.check(H5Tenum_create(H5T_NATIVE_UINT8), H5Tclose, "status type");
@@ -166,12 +95,6 @@ struct MetricRow {
 struct Types {
   Handle str, status, unit_mem, unit_file, level_mem, level_file, pareto_mem, pareto_file, metric_mem, metric_file;
 };
-
-Handle packed_copy(const Context& c, hid_t mem) {
-  Handle f = c.check(H5Tcopy(mem), H5Tclose, "compound type");
-  c.check(H5Tpack(f), "compound type");
-  return f;
-}
 
 // The /units compound in memory: the fixed fields of UnitRow at the start of a row of
 // `row_size` bytes (the parameter columns follow them, 8 bytes each).
@@ -231,42 +154,11 @@ Types make_types(const Context& c) {
   return t;
 }
 
-char* cstr(const std::string& s) { return const_cast<char*>(s.c_str()); }
-
 hid_t column_mem_type(const Types& t, UnitColumn::Type type) {
   return type == UnitColumn::Type::Text ? t.str.get() : type == UnitColumn::Type::Integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
 }
 
 // ---- writing -------------------------------------------------------------------------------
-
-void write_string_attr(const Context& c, hid_t obj, const char* name, const std::string& value, hid_t str) {
-  Handle space = c.check(H5Screate(H5S_SCALAR), H5Sclose, "attribute space");
-  Handle a = c.check(H5Acreate2(obj, name, str, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
-                     std::string("attribute ") + name);
-  const char* p = value.c_str();
-  c.check(H5Awrite(a, str, &p), std::string("attribute ") + name);
-}
-
-void write_int_attr(const Context& c, hid_t obj, const char* name, int64_t value, hid_t file_type) {
-  Handle space = c.check(H5Screate(H5S_SCALAR), H5Sclose, "attribute space");
-  Handle a = c.check(H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
-                     std::string("attribute ") + name);
-  c.check(H5Awrite(a, H5T_NATIVE_INT64, &value), std::string("attribute ") + name);
-}
-
-Handle write_dataset(const Context& c, hid_t parent, const char* name, hid_t file_type, hid_t mem_type,
-                     const std::vector<hsize_t>& dims, const void* data) {
-  Handle space = c.check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
-                         std::string("dataspace of ") + name);
-  Handle dcpl = c.check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "dataset properties");
-  c.check(H5Pset_obj_track_times(dcpl, 0), "dataset properties");  // same data, same file
-  Handle ds = c.check(H5Dcreate2(parent, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), H5Dclose,
-                      std::string("dataset ") + name);
-  hsize_t n = 1;
-  for (hsize_t d : dims) n *= d;
-  if (n > 0) c.check(H5Dwrite(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), std::string("dataset ") + name);
-  return ds;
-}
 
 void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
                 const std::vector<UnitResult>& results) {
@@ -396,56 +288,7 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
   // Types and file close here (H5F_CLOSE_STRONG: everything still open goes with the file).
 }
 
-void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) {
-    if (directory) return;  // best effort
-    throw std::runtime_error("cannot reopen '" + path + "' to sync it: " + std::strerror(errno));
-  }
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0 && !directory) throw std::runtime_error("cannot sync '" + path + "': " + std::strerror(err));
-}
-
-std::string dir_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 // ---- reading -------------------------------------------------------------------------------
-
-std::string read_string_attr(const Context& c, hid_t obj, const char* name, hid_t str) {
-  Handle a = c.check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("attribute ") + name);
-  Handle space = c.check(H5Aget_space(a), H5Sclose, std::string("attribute ") + name);
-  char* p = nullptr;
-  c.check(H5Aread(a, str, &p), std::string("attribute ") + name);
-  std::string out = p ? p : "";
-  H5Dvlen_reclaim(str, space, H5P_DEFAULT, &p);
-  return out;
-}
-
-int64_t read_int_attr(const Context& c, hid_t obj, const char* name) {
-  Handle a = c.check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("attribute ") + name);
-  int64_t v = 0;
-  c.check(H5Aread(a, H5T_NATIVE_INT64, &v), std::string("attribute ") + name);
-  return v;
-}
-
-// Reads a whole dataset of `rows` rows into `out` (resized); returns its dataspace for reclaiming.
-template <class Row>
-Handle read_rows(const Context& c, hid_t file, const char* name, hid_t mem_type, std::vector<Row>& out) {
-  Handle ds = c.check(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose, std::string("dataset ") + name);
-  Handle space = c.check(H5Dget_space(ds), H5Sclose, std::string("dataset ") + name);
-  const hssize_t n = H5Sget_simple_extent_npoints(space);
-  if (n < 0) c.fail(std::string("dataset ") + name);
-  out.assign(static_cast<std::size_t>(n), Row{});
-  if (n > 0) c.check(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), std::string("dataset ") + name);
-  return space;
-}
-
-std::string take(char* p) { return p ? std::string(p) : std::string(); }
 
 // The parameter columns of /units (none in a schema-1 file), per row; missing cells left out.
 std::vector<std::vector<UnitColumn>> read_unit_columns(const Context& c, hid_t file, const Types& t) {
@@ -504,19 +347,9 @@ void write_study_h5(const std::string& path, const StudyMeta& meta, std::vector<
     if (results[i].unit_id == results[i - 1].unit_id)
       throw std::invalid_argument("two results for unit " + results[i].unit_id);
 
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   Context c{path};
   QuietErrors quiet;
-  try {
-    write_file(c, tmp, meta, results);
-    fsync_path(tmp, false);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  fsync_path(dir_of(path), true);
+  write_atomically(path, [&](const std::string& tmp) { write_file(c, tmp, meta, results); });
 }
 
 namespace {

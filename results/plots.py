@@ -11,6 +11,11 @@ usage: plots.py STUDY.h5 OUTDIR [SWEEP.csv|-] [LAYER_ORDER.csv]
   EDP against time of every method and seed on one network and architecture, one colour per method;
 - fused_<workload>_<arch>.png (fused-mapper studies, FFM's Figure 8): percent above FFM's optimum
   against time for every FFM baseline and seed (objective of the study), FFM's own time marked;
+- a schedule file (format "mapfuse-schedule", written by `mapfuse schedule --output`), per schedule
+  under /schedules/<name>: gantt_<name>.png, one row per core (CTs coloured by layer) and per link
+  (transfers coloured by cause, overlapping ones on separate lanes of the link's row), and
+  memory_<name>.png, each on-chip core's top-memory occupancy over time with its capacity
+  (Stream's Fig. 9);
 - with SWEEP.csv (network totals of the sweep points, written by `mapfuse report`):
   sweep_edp_<sweep>_<workload>[_seed<s>].png, a heat map of network EDP over the first two sweep
   axes, one panel per value of the third axis, the best over any further axes; the per-architecture
@@ -213,8 +218,122 @@ def fused_plots(units, trace, outdir):
     return written
 
 
+
+CAUSE_COLOURS = {"OFF_CHIP": "tab:blue", "CORE_TO_CORE": "tab:green", "EVICTION": "tab:red",
+                 "SINK_LAYER": "tab:purple", "BLOCK": "tab:gray"}
+
+
+def lanes(intervals):
+    """Greedy interval partitioning: a lane per interval such that no two in one lane overlap."""
+    ends = []
+    out = []
+    for start, end in intervals:
+        for k, e in enumerate(ends):
+            if e <= start:
+                ends[k] = end
+                out.append(k)
+                break
+        else:
+            ends.append(end)
+            out.append(len(ends) - 1)
+    return out, max(1, len(ends))
+
+
+def save_png(fig, out, dpi=100):
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
+    plt.close(fig)
+    return out
+
+
+def schedule_plots(name, g, outdir):
+    cores = g["cores"][...]
+    links = g["links"][...]
+    tiles = g["tiles"][...]
+    transfers = g["transfers"][...]
+    path_links = g["transfer_links"][...]
+    memory = g["memory_trace"][...]
+    latency = float(g.attrs["latency_cc"])
+    written = []
+    used_cores = sorted({int(t["core"]) for t in tiles})
+    busy = [t for t in transfers if t["occupies_links"] and t["end"] > t["start"]]
+    on_link = {}
+    for t in busy:
+        for l in path_links[t["link_offset"]: t["link_offset"] + t["link_count"]]:
+            on_link.setdefault(int(l), []).append(t)
+    used_links = sorted(on_link)
+    rows = [("core", c) for c in used_cores] + [("link", l) for l in used_links]
+    fig, ax = plt.subplots(figsize=(12, 0.55 * len(rows) + 1.8))
+    layers = sorted({int(t["layer"]) for t in tiles})
+    # Pastel layer colours, so that the saturated transfer-cause colours stand apart from them.
+    pastel = list(plt.get_cmap("Set3").colors) + list(plt.get_cmap("Pastel2").colors)
+    colour = {l: pastel[i % len(pastel)] for i, l in enumerate(layers)}
+    for y, (kind, k) in enumerate(rows):
+        if kind == "core":
+            mine = [t for t in tiles if t["core"] == k]
+            for layer in layers:
+                bars = [(t["start"], t["end"] - t["start"]) for t in mine if t["layer"] == layer]
+                if bars:
+                    ax.broken_barh(bars, (y - 0.4, 0.8), facecolors=colour[layer], edgecolor="black", linewidth=0.2)
+        else:
+            mine = sorted(on_link[k], key=lambda t: (t["start"], t["end"]))
+            lane, n = lanes([(t["start"], t["end"]) for t in mine])
+            h = 0.8 / n
+            for cause, c in CAUSE_COLOURS.items():
+                for j, t in enumerate(mine):
+                    if text(t["cause"]) == cause:
+                        ax.broken_barh([(t["start"], t["end"] - t["start"])], (y - 0.4 + lane[j] * h, h),
+                                       facecolors=c, edgecolor="none")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"core {k} {text(cores[k]['name'])}" if kind == "core" else "link " + text(links[k]["name"])
+                        for kind, k in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, latency)
+    ax.set_xlabel("time [cycles]")
+    ax.set_title(f"{name}: {len(tiles)} CTs, {len(transfers)} transfers, latency {latency:.6g} cc")
+    from matplotlib.patches import Patch
+    handles = [Patch(color=colour[l], label=f"layer {l}") for l in layers[:20]]
+    causes = {text(t["cause"]) for t in busy}
+    handles += [Patch(color=c, label=cause.lower()) for cause, c in CAUSE_COLOURS.items() if cause in causes]
+    ax.legend(handles=handles, fontsize=6, ncol=max(1, (len(handles) + 11) // 12), loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), title=f"{len(layers)} layers, colours repeat every {len(pastel)}"
+              if len(layers) > len(pastel) else None, title_fontsize=6)
+    written.append(save_png(fig, os.path.join(outdir, f"gantt_{name}.png")))
+
+    shown = [k for k in range(len(cores)) if not cores[k]["offchip"] and (k in used_cores or cores[k]["peak_memory_bits"] > 0)]
+    if shown:
+        fig, axes = plt.subplots(len(shown), 1, figsize=(10, 1.6 * len(shown) + 1), sharex=True, squeeze=False)
+        for ax, k in zip(axes[:, 0], shown):
+            steps = [(m["t"], m["bits"]) for m in memory if m["core"] == k] or [(0.0, 0.0)]
+            ts = [t for t, _ in steps] + [max(latency, steps[-1][0])]
+            kib = [b / 8192 for _, b in steps]
+            ax.step(ts, kib + kib[-1:], where="post", color="tab:blue", linewidth=0.8)
+            ax.fill_between(ts, kib + kib[-1:], step="post", alpha=0.3, color="tab:blue")
+            cap = cores[k]["capacity_bits"] / 8192
+            peak = cores[k]["peak_memory_bits"] / 8192
+            note = f"peak {peak:.6g} KiB of {cap:.6g} KiB ({100 * peak / cap:.3g} %)"
+            if cap <= 4 * peak:
+                ax.axhline(cap, color="tab:red", linestyle="--", linewidth=0.8)
+                ax.set_ylim(0, cap * 1.08)
+            else:  # a capacity line would flatten the occupancy: scale to the peak, say so
+                ax.set_ylim(0, max(peak, 1e-9) * 1.15)
+                note += "; capacity off the scale"
+            ax.set_ylabel(f"core {k} {text(cores[k]['name'])}\n[KiB]", fontsize=8)
+            ax.text(0.005, 0.95, note, transform=ax.transAxes, ha="left", va="top", fontsize=7)
+        axes[-1, 0].set_xlabel("time [cycles]")
+        axes[0, 0].set_title(f"{name}: top-memory occupancy per core (dashed: capacity, where on the scale)")
+        written.append(save_png(fig, os.path.join(outdir, f"memory_{name}.png")))
+    return written
+
+
 def main(path, outdir, sweep_path=None, order_path=None):
     os.makedirs(outdir, exist_ok=True)
+    with h5py.File(path, "r") as f:
+        if text(f.attrs.get("format", "")) == "mapfuse-schedule":
+            for name in sorted(f["schedules"]):
+                for w in schedule_plots(name, f["schedules"][name], outdir):
+                    print(w)
+            return
     sweep = read_sweep(sweep_path) if sweep_path and sweep_path != "-" else []
     position = read_layer_order(order_path)
     swept = {r["arch"] for r in sweep}

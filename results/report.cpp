@@ -443,3 +443,42 @@ std::vector<std::string> write_plots(const std::string& h5_path, const std::stri
 }
 
 }  // namespace mapfuse
+
+namespace mapfuse {
+
+std::string schedule_report_markdown(const std::vector<ScheduleRecord>& schedules) {
+  std::string out;
+  for (const auto& s : schedules) {
+    out += fmt::format("## Schedule {}\n\n{} CTs, {} transfers and blocks, semantics {}, from {}\n\n", s.name, s.tiles.size(),
+                       s.transfers.size(), s.semantics, s.source);
+    out += fmt::format("| total | value |\n|---|---|\n| latency | {:.10g} cc |\n| energy | {:.12g} pJ |\n\n", s.latency_cc,
+                       s.energy_pj);
+    out += "| energy term | pJ |\n|---|---|\n";
+    for (const auto& [term, pj] : s.energy_breakdown) out += fmt::format("| {} | {:.12g} |\n", term, pj);
+    std::map<std::string, std::pair<size_t, double>> causes;  // count, bits
+    for (const auto& t : s.transfers) {
+      auto& c = causes[t.cause];
+      ++c.first;
+      c.second += t.bits;
+    }
+    out += "\n| transfer cause | count | bits |\n|---|---|---|\n";
+    for (const auto& [cause, c] : causes) out += fmt::format("| {} | {} | {:.10g} |\n", cause, c.first, c.second);
+    out += "\n| core | CTs | busy cycles | busy share | peak memory (bits) | capacity (bits) |\n|---|---|---|---|---|---|\n";
+    for (size_t k = 0; k < s.cores.size(); ++k) {
+      size_t n = 0;
+      double busy = 0;
+      for (const auto& t : s.tiles)
+        if (size_t(t.core) == k) {
+          ++n;
+          busy += t.end - t.start;
+        }
+      const auto& c = s.cores[k];
+      out += fmt::format("| {} {}{} | {} | {:.10g} | {:.1f} % | {:.10g} | {:.10g} |\n", k, c.name, c.offchip ? " (off-chip)" : "", n,
+                         busy, s.latency_cc > 0 ? 100 * busy / s.latency_cc : 0.0, c.peak_memory_bits, c.capacity_bits);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace mapfuse

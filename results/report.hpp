@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "results/hdf5_writer.hpp"
+#include "results/schedule_h5.hpp"
 
 namespace mapfuse {
 
@@ -107,5 +108,10 @@ std::string report_csv(const StudyFile& s);
 // order) and the per-layer plots follow it.
 std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text = {},
                                      const LayerOrder& layer_order = {});
+
+// A schedule file's totals (docs/results.md, "Schedule files"): per schedule its latency and
+// energy, the energy breakdown, transfers by cause, and per core the CTs, busy cycles and peak
+// memory against its capacity.
+std::string schedule_report_markdown(const std::vector<ScheduleRecord>& schedules);
 
 }  // namespace mapfuse

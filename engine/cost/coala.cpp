@@ -634,6 +634,14 @@ Schedule Scheduler::run() {
   }
   out_.peak_memory_bits.resize(nc);
   for (size_t i = 0; i < nc; ++i) out_.peak_memory_bits[i] = memory_[i].peak();
+  out_.memory_trace.resize(nc);
+  for (size_t i = 0; i < nc; ++i) {
+    auto& trace = out_.memory_trace[i];
+    const auto& steps = memory_[i].steps();
+    trace.reserve(steps.size());
+    for (const auto& s : steps)
+      if (trace.empty() || s.usage != trace.back().bits) trace.push_back({s.t, s.usage});
+  }
   return std::move(out_);
 }
 

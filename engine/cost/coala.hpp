@@ -120,12 +120,23 @@ struct Energy {
   std::vector<std::pair<std::string, double>> stream_breakdown() const;
 };
 
+// One step of a core's top-memory occupancy: from `t` on (until the next step) `bits` are in use.
+struct MemoryStep {
+  double t = 0, bits = 0;
+  friend bool operator==(const MemoryStep&, const MemoryStep&) = default;
+};
+
 struct Schedule {
   std::vector<ScheduledTile> tiles;  // indexed like Problem::tiles
   std::vector<Transfer> transfers;   // in placement order; blocks included
   double latency_cc = 0;
   Energy energy;
   std::vector<double> peak_memory_bits;  // per core
+  // Per core (the off-chip one included): the occupancy its memory manager ended with, after every
+  // addition, free and eviction (all of them are final once scheduling ends, as a later transfer
+  // can be placed in the past). The first step is at t = 0; times strictly increase; consecutive steps
+  // differ in bits. Its maximum is peak_memory_bits.
+  std::vector<std::vector<MemoryStep>> memory_trace;
 };
 
 // Throws InputError for an inconsistent problem (unknown core or tensor, missing path, cycles, a

@@ -18,10 +18,14 @@ class MemoryTimeline {
   double earliest_fit(double t, double bits, double capacity) const;
   double peak() const;
 
- private:
   struct Step {
     double t, usage;
   };
+  // The usage from steps()[i].t on; times increase. Equal neighbours are possible (a tensor added
+  // and another removed at one time).
+  const std::vector<Step>& steps() const { return steps_; }
+
+ private:
   std::vector<Step> steps_{{0.0, 0.0}};
   std::size_t first_after(double t) const;  // index of the first step with time > t
 };

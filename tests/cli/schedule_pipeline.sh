@@ -36,6 +36,10 @@ check "$tmp/a.json"
 "$bin" schedule --arch tpu_like_quad_core --workload "$onnx" --mode fused --stacks 0-1 --allocation "$tmp/alloc.toml" \
   --tile-costs "$tmp/costs.csv" --json >"$tmp/b.json"
 check "$tmp/b.json"
+# The schedule file (--output) holds the 448 CTs.
+"$bin" schedule --arch tpu_like_quad_core --workload "$onnx" --stacks 0-1 --allocation "$tmp/alloc.toml" \
+  --tile-costs "$tmp/costs.csv" --output "$tmp/s.h5" >/dev/null
+"$bin" report "$tmp/s.h5" --plots "$tmp/plots" | grep -q "448 CTs, 904 transfers and blocks"
 # Text output.
 "$bin" schedule --arch tpu_like_quad_core --workload "$onnx" --stacks 0-1 --allocation "$tmp/alloc.toml" \
   --tile-costs "$tmp/costs.csv" | grep -q "latency  61004 cc"

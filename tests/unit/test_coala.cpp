@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include <map>
+
+#include "engine/common/csv.hpp"
 #include "engine/common/error.hpp"
 #include "engine/cost/coala.hpp"
 #include "engine/cost/coala_links.hpp"
@@ -52,6 +55,21 @@ const Transfer& find_transfer(const Schedule& s, int tensor, int receiver) {
   return s.transfers.front();
 }
 
+// One core of 1000 bits: A and B each produce 600 bits, which C and D (8-bit outputs) consume in
+// turn, so B's output forces A's out to DRAM and C's fetch forces B's out. Tensors 0-3: OA, OB, OC, OD.
+Problem eviction_case() {
+  Problem p = machine(1, 1000);
+  one_bus(p, 128, 0);
+  const int oa = tensor(p, 600, 0, true, false, {2});
+  const int ob = tensor(p, 600, 1, true, false, {3});
+  const int oc = tensor(p, 8, 2, true, false, {});
+  const int od = tensor(p, 8, 3, true, false, {});
+  p.tiles = {tile(0, 0, 0, 100, oa, {}), tile(1, 0, 1, 100, ob, {}), tile(2, 0, 2, 10, oc, {oa}),
+             tile(3, 0, 3, 10, od, {ob})};
+  p.edges = {{0, 2}, {1, 3}};
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("coala: two CTs on two cores over one link, exact start/end/energy") {
@@ -97,16 +115,8 @@ TEST_CASE("coala: two CTs on two cores over one link, exact start/end/energy") {
 }
 
 TEST_CASE("coala: a forced eviction is written back to DRAM and fetched again") {
-  Problem p = machine(1, 1000);
-  one_bus(p, 128, 0);
-  const int oa = tensor(p, 600, 0, true, false, {2});
-  const int ob = tensor(p, 600, 1, true, false, {3});
-  const int oc = tensor(p, 8, 2, true, false, {});
-  const int od = tensor(p, 8, 3, true, false, {});
-  p.tiles = {tile(0, 0, 0, 100, oa, {}), tile(1, 0, 1, 100, ob, {}), tile(2, 0, 2, 10, oc, {oa}),
-             tile(3, 0, 3, 10, od, {ob})};
-  p.edges = {{0, 2}, {1, 3}};
-  const Schedule s = schedule(p, Options::for_semantics(Semantics::Stream));
+  const Schedule s = schedule(eviction_case(), Options::for_semantics(Semantics::Stream));
+  const int oa = 0, ob = 1;
   // B's output needs 600 of 1000 bits while OA holds 600: OA is evicted, written back over [100,105).
   std::vector<const Transfer*> evictions;
   for (const auto& t : s.transfers)
@@ -135,6 +145,18 @@ TEST_CASE("coala: a forced eviction is written back to DRAM and fetched again") 
   CHECK(s.energy.memory[int(TransferCause::Eviction)] == doctest::Approx(2 * (1 * 10 + 1000 * 10)));
   CHECK(s.energy.memory[int(TransferCause::OffChip)] == doctest::Approx(2 * (1000 * 10 + 2 * 10)));
   CHECK(s.peak_memory_bits[0] == 600 + 8 + 8);  // OB, OC and OD from 230 on
+}
+
+TEST_CASE("coala: the memory trace of the forced eviction, step by step") {
+  // The eviction case above, hand-traced: OA [0,225) is written back at 100 (freed from the core
+  // at 105, when OB arrives: no step), OB [105,240) is written back at 205 and freed at 210, when
+  // OA comes back (no step); OC from 215, OD from 230; OA leaves at C's end 225 as OB arrives
+  // (no step); OB leaves at D's end 240.
+  const Schedule s = schedule(eviction_case(), Options::for_semantics(Semantics::Stream));
+  REQUIRE(s.memory_trace.size() == 2);
+  CHECK(s.memory_trace[0] == std::vector<MemoryStep>{{0, 600}, {215, 608}, {230, 616}, {240, 16}});
+  // DRAM: the write-back copies, from their transfer starts until their consumers end.
+  CHECK(s.memory_trace[1] == std::vector<MemoryStep>{{0, 0}, {100, 600}, {205, 1200}, {225, 600}, {240, 0}});
 }
 
 TEST_CASE("coala: a too-large CT writes the core's tensors back, then blocks the bus for its runtime") {
@@ -317,4 +339,58 @@ TEST_CASE("coala: a malformed replay folder names file, line and column") {
     CHECK(e.key() == "runtime");
   }
   fs::remove_all(dir);
+}
+
+namespace {
+// Stream's occupancy per core from memory_events.csv: every `add` from its timestep on, every
+// `remove` from its timestep on (the `_noop` rows change nothing), as steps with equal neighbours
+// merged. Core ids of the file are the replay's core indices (checked by the caller).
+std::map<int, std::vector<MemoryStep>> stream_memory_trace(const std::string& folder) {
+  const CsvTable t = read_csv(folder + "/memory_events.csv");
+  const int action = t.column("action"), core = t.column("core"), bits = t.column("size_bits"), at = t.column("timestep");
+  std::map<int, std::map<double, double>> delta;
+  for (const auto& r : t.rows) {
+    const double sign = r[size_t(action)] == "add" ? 1 : r[size_t(action)] == "remove" ? -1 : 0;
+    if (sign != 0) delta[std::stoi(r[size_t(core)])][std::stod(r[size_t(at)])] += sign * std::stod(r[size_t(bits)]);
+  }
+  std::map<int, std::vector<MemoryStep>> out;
+  for (const auto& [c, d] : delta) {
+    auto& steps = out[c];
+    steps.push_back({0, 0});
+    double usage = 0;
+    for (const auto& [time, change] : d) {
+      usage += change;
+      if (time == 0) steps.back().bits = usage;
+      else if (usage != steps.back().bits) steps.push_back({time, usage});
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("coala: Stream's memory trace of the 2conv replay, step for step") {
+  const std::string folder = test::shared_data("stream/derived/coala/2conv_fused_fixed_k4");
+  const StreamReplay r = load_stream_replay(folder);
+  REQUIRE(r.problem.cores.size() == 7);
+  REQUIRE(r.problem.cores[6].offchip);
+  const Schedule s = schedule(r.problem, Options::for_semantics(Semantics::Stream));
+  REQUIRE(s.memory_trace.size() == 7);
+  for (size_t c = 0; c < 7; ++c) {
+    double top = 0;
+    for (size_t i = 0; i < s.memory_trace[c].size(); ++i) {
+      top = std::max(top, s.memory_trace[c][i].bits);
+      if (i > 0) CHECK(s.memory_trace[c][i].t > s.memory_trace[c][i - 1].t);
+    }
+    CHECK(top == s.peak_memory_bits[c]);
+  }
+  // Cores 0-3 hold thousands of steps each; unused cores 4 and 5 stay empty.
+  const auto stream = stream_memory_trace(folder);
+  for (int c : {0, 1, 2, 3, 6}) {
+    CAPTURE(c);
+    REQUIRE(stream.count(c) == 1);
+    if (c < 4) CHECK(s.memory_trace[size_t(c)].size() > 100);
+    CHECK(s.memory_trace[size_t(c)] == stream.at(c));
+  }
+  CHECK(s.memory_trace[4] == std::vector<MemoryStep>{{0, 0}});
+  CHECK(s.memory_trace[5] == std::vector<MemoryStep>{{0, 0}});
 }
