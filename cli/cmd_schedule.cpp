@@ -1,6 +1,7 @@
-// `mapfuse schedule --replay-stream DIR`: Stream's own dumped schedule (inputs and outputs, see
-// shared/data/stream/derived/coala/README.md) rescheduled by COALA (engine/cost/coala.hpp) and
-// compared CN by CN (docs/stream.md, "COALA scheduler").
+// `mapfuse schedule`: COALA list scheduling (engine/cost/coala.hpp) of a workload's computation
+// tiles on a multi-core architecture (--arch --workload --allocation [--tile-costs]: tiles, graph,
+// allocation, tile costs, problem, schedule), or `--replay-stream DIR`: Stream's own dumped schedule
+// (shared/data/stream/derived/coala/README.md) rescheduled and compared CN by CN (docs/stream.md).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -12,13 +13,23 @@
 #include "cli/commands.hpp"
 #include "cli/schedule_record.hpp"
 #include "engine/common/error.hpp"
+#include "engine/arch/arch_toml.hpp"
 #include "engine/cost/coala.hpp"
+#include "engine/cost/tile_cost_csv.hpp"
+#include "engine/search/stream/allocation.hpp"
+#include "engine/search/stream/schedule_problem.hpp"
 #include "engine/validation/stream_replay.hpp"
+#include "engine/workload/load.hpp"
+#include "engine/workload/onnx_import.hpp"
+#include "engine/workload/tile_graph.hpp"
 
 namespace mapfuse::cli {
 namespace {
 
-coala::Options parse_options(const std::string& semantics, const std::vector<std::string>& sets) {
+// The scheduler's switches and, for a workload run, the builder's (`problem`; null for a replay,
+// whose folder fixes the problem).
+coala::Options parse_options(const std::string& semantics, const std::vector<std::string>& sets,
+                             ScheduleProblemOptions* problem = nullptr) {
   coala::Semantics s;
   if (semantics == "stream") {
     s = coala::Semantics::Stream;
@@ -30,11 +41,15 @@ coala::Options parse_options(const std::string& semantics, const std::vector<std
                          did_you_mean(semantics, {"stream", "mapfuse"}));
   }
   coala::Options o = coala::Options::for_semantics(s);
-  const std::vector<std::pair<std::string, bool*>> switches = {
+  std::vector<std::pair<std::string, bool*>> switches = {
       {"dedup_only_equal_start", &o.dedup_only_equal_start},
       {"sync_cores_at_layer_start", &o.sync_cores_at_layer_start},
       {"constant_priority_overcount", &o.constant_priority_overcount},
       {"input_headstart", &o.input_headstart}};
+  if (problem) {
+    *problem = ScheduleProblemOptions::for_semantics(s);
+    switches.emplace_back("sinks_by_layer_edges", &problem->sinks_by_layer_edges);
+  }
   for (const auto& kv : sets) {
     const auto eq = kv.find('=');
     const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
@@ -51,106 +66,307 @@ coala::Options parse_options(const std::string& semantics, const std::vector<std
   return o;
 }
 
+struct ScheduleOptions {
+  std::string replay, semantics = "stream", output;
+  std::vector<std::string> sets;
+  bool json = false;
+  int show = 20;
+  std::string arch, workload, mode = "fused", stacks = "auto", granularity = "stream:4", allocation, tile_costs,
+      write_tile_costs;
+  bool fold_unary = false;
+};
+
+int run_replay(const ScheduleOptions* o) {
+  const coala::Options opt = parse_options(o->semantics, o->sets);
+  const StreamReplay replay = load_stream_replay(o->replay);
+  const auto t0 = std::chrono::steady_clock::now();
+  const coala::Schedule s = coala::schedule(replay.problem, opt);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const ReplayComparison c = compare_replay(replay, s);
+  const bool strict = o->semantics == "stream" && o->sets.empty();
+  if (!o->output.empty()) {  // named after the folder
+    std::string name = std::filesystem::path(o->replay + "/.").lexically_normal().parent_path().filename().string();
+    if (name.empty() || name == "." || name == "..") name = "schedule";
+    write_schedule_h5(o->output, {schedule_record(name, o->semantics, replay.folder, replay.problem, s)});
+  }
+  if (o->json) {
+    nlohmann::json j;
+    j["folder"] = replay.folder;
+    j["semantics"] = o->semantics;
+    j["latency_cc"] = s.latency_cc;
+    j["energy_pj"] = s.energy.total();
+    j["expected_latency_cc"] = replay.expected_latency_cc;
+    j["expected_energy_pj"] = replay.expected_energy_pj;
+    j["latency_match"] = c.latency_match;
+    j["energy_match"] = c.energy_match;
+    j["cns"] = c.cns;
+    j["cn_mismatches"] = c.cn_mismatches;
+    j["pick_mismatches"] = c.pick_mismatches;
+    j["transfers"] = c.transfers;
+    j["expected_transfers"] = c.expected_transfers;
+    j["transfer_mismatches"] = c.transfer_mismatches;
+    j["schedule_seconds"] = seconds;
+    for (const auto& [k, v] : s.energy.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
+    j["peak_memory_bits"] = s.peak_memory_bits;
+    j["differences"] = nlohmann::json::array();
+    for (size_t i = 0; i < c.diffs.size() && int(i) < o->show; ++i) {
+      const auto& d = c.diffs[i];
+      auto num = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
+      j["differences"].push_back({{"cn", fmt::format("L{}S{}", d.layer, d.sub)}, {"start", d.start},
+                                  {"end", d.end}, {"expected_start", d.expected_start},
+                                  {"expected_end", d.expected_end}, {"preds_end", d.preds_end},
+                                  {"ready", d.ready}, {"after_inputs", d.after_inputs},
+                                  {"expected_preds_end", num(d.expected_preds_end)},
+                                  {"expected_ready", num(d.expected_ready)},
+                                  {"expected_after_inputs", num(d.expected_after_inputs)}});
+    }
+    std::cout << j.dump(1) << "\n";
+  } else {
+    fmt::print("{}: {} CNs, {} transfers and blocks, semantics {}, scheduled in {:.1f} ms\n", replay.folder,
+               c.cns, c.transfers, o->semantics, seconds * 1e3);
+    fmt::print("latency  {:.10g} cc (Stream {:.10g}) {}\n", s.latency_cc, replay.expected_latency_cc,
+               c.latency_match ? "match" : "DIFFERS");
+    fmt::print("energy   {:.12g} pJ (Stream {:.12g}) {}\n", s.energy.total(), replay.expected_energy_pj,
+               c.energy_match ? "match" : "DIFFERS");
+    for (const auto& [k, v] : s.energy.stream_breakdown()) fmt::print("  {:<46} {:.12g}\n", k, v);
+    fmt::print("CNs whose start or end differ: {} of {} (picked in a different order: {})\n",
+               c.cn_mismatches, c.cns, c.pick_mismatches);
+    if (c.expected_transfers)
+      fmt::print("transfer rows differing from transfers.csv: {} of {} (first at row {})\n",
+                 c.transfer_mismatches, c.expected_transfers, c.first_transfer_mismatch);
+    if (c.first_transfer_mismatch >= 0 && size_t(c.first_transfer_mismatch) < c.transfers &&
+        size_t(c.first_transfer_mismatch) < c.expected_transfers) {
+      const auto& g = c.first_transfer_got;
+      const auto& e = c.first_transfer_expected;
+      fmt::print("  row {}: COALA {} of tensor {} {}->{} for tile {} [{:.10g}, {:.10g}) searched from {:.10g}, "
+                 "occupies links {}; Stream {} [{:.10g}, {:.10g}) new {}\n",
+                 c.first_transfer_mismatch, coala::to_string(g.cause), g.tensor, g.sender, g.receiver, g.tile,
+                 g.start, g.end, g.search_from, g.occupies_links, e.block ? "block" : "transfer", e.start,
+                 e.end, e.new_event);
+    }
+    for (size_t i = 0; i < c.diffs.size() && int(i) < o->show; ++i) {
+      const auto& d = c.diffs[i];
+      fmt::print("  L{}S{}: start {:.10g} end {:.10g} (preds end {:.10g}, ready {:.10g}, after inputs {:.10g}); "
+                 "Stream {:.10g} .. {:.10g} (preds end {:.10g}, ready {:.10g}, after inputs {:.10g})\n",
+                 d.layer, d.sub, d.start, d.end, d.preds_end, d.ready, d.after_inputs, d.expected_start,
+                 d.expected_end, d.expected_preds_end, d.expected_ready, d.expected_after_inputs);
+    }
+  }
+  return strict && !c.ok() ? 1 : 0;
+}
+
+// "0-10,11-21" -> stacks of Einsum indices.
+std::vector<std::vector<int>> parse_stacks(const std::string& s) {
+  std::vector<std::vector<int>> out;
+  size_t a = 0;
+  while (a <= s.size()) {
+    size_t b = s.find(',', a);
+    if (b == std::string::npos) b = s.size();
+    const std::string item = s.substr(a, b - a);
+    a = b + 1;
+    const auto dash = item.find('-');
+    try {
+      size_t used = 0;
+      const int lo = std::stoi(item, &used);
+      int hi = lo;
+      if (dash != std::string::npos) {
+        if (used != dash) throw std::invalid_argument(item);
+        hi = std::stoi(item.substr(dash + 1), &used);
+        if (used != item.size() - dash - 1) throw std::invalid_argument(item);
+      } else if (used != item.size()) {
+        throw std::invalid_argument(item);
+      }
+      if (lo < 0 || hi < lo) throw std::invalid_argument(item);
+      std::vector<int> st;
+      for (int i = lo; i <= hi; ++i) st.push_back(i);
+      out.push_back(st);
+    } catch (const std::exception&) {
+      throw InputError({}, "--stacks", "expected auto, first or Einsum index ranges like \"0-10,11-21\", got '" + item + "'");
+    }
+  }
+  return out;
+}
+
+// The weight memory of the cores that run MAC layers (Stream's stack rule): the smallest, over
+// those cores, outermost on-chip level that may keep weights.
+int64_t weight_capacity_bits(const Architecture& a) {
+  int64_t cap = -1;
+  for (const Core& c : a.cores) {
+    if (!c.can_run(OpKind::Mac)) continue;
+    for (int l = int(c.levels.size()) - 2; l >= 0; --l)
+      if (c.levels[size_t(l)].may_keep & role_bit(TensorRole::Weight)) {
+        const Level& lv = c.levels[size_t(l)];
+        const int64_t bits = lv.entries * lv.word_bits * lv.instances;
+        if (cap < 0 || bits < cap) cap = bits;
+        break;
+      }
+  }
+  return cap < 0 ? 0 : cap;
+}
+
+int run_pipeline(const ScheduleOptions* o) {
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  nlohmann::json seconds;
+  ScheduleProblemOptions popt;
+  const coala::Options opt = parse_options(o->semantics, o->sets, &popt);
+  if (o->mode != "fused" && o->mode != "lbl")
+    throw InputError({}, "--mode", "expected fused or lbl, got '" + o->mode + "'" + did_you_mean(o->mode, {"fused", "lbl"}));
+  int64_t inter_parts = 4;
+  if (o->granularity.rfind("stream", 0) == 0) {
+    const std::string rest = o->granularity.substr(6);
+    if (!rest.empty()) {
+      try {
+        size_t used = 0;
+        if (rest[0] != ':') throw std::invalid_argument(rest);
+        inter_parts = std::stoll(rest.substr(1), &used);
+        if (used != rest.size() - 1 || inter_parts < 1) throw std::invalid_argument(rest);
+      } catch (const std::exception&) {
+        throw InputError({}, "--granularity", "expected stream or stream:N with N >= 1, got '" + o->granularity + "'");
+      }
+    }
+  } else {
+    throw InputError({}, "--granularity", "expected stream or stream:N, got '" + o->granularity + "'");
+  }
+
+  auto t = clock::now();
+  const Architecture arch = load_architecture(o->arch);
+  Workload w;
+  if (std::filesystem::path(o->workload).extension() == ".onnx") {
+    OnnxOptions oo;
+    oo.fold_unary = o->fold_unary;
+    w = import_onnx(o->workload, oo);
+  } else {
+    w = load_workload(o->workload);
+  }
+  seconds["load"] = since(t);
+
+  t = clock::now();
+  TilingOptions tiling;
+  tiling.layers = stream_tiling(w, inter_parts);
+  if (o->mode == "lbl") {
+    tiling.stacks = layer_stacks_lbl(w);
+  } else if (o->stacks == "auto" || o->stacks == "first") {
+    tiling.stacks = layer_stacks_auto(w, weight_capacity_bits(arch), o->stacks == "first");
+  } else {
+    tiling.stacks = layer_stacks_manual(w, parse_stacks(o->stacks));
+  }
+  const TileGraph g = build_tile_graph(w, tiling);
+  seconds["tiles"] = since(t);
+
+  t = clock::now();
+  const std::vector<int> cores = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
+                                                           : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
+  seconds["allocation"] = since(t);
+
+  t = clock::now();
+  if (o->tile_costs.empty())
+    throw InputError({}, "--tile-costs",
+                     "required in this build: mapper-based tile costs (map_tile_costs) are not wired into the command yet");
+  const std::vector<TileCost> costs =
+      std::filesystem::is_directory(o->tile_costs)
+          ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, g.tiles, arch, cores)
+          : read_tile_costs(o->tile_costs, w, g.tiles, arch, cores);
+  if (!o->write_tile_costs.empty()) write_tile_costs(o->write_tile_costs, w, g.tiles, arch, cores, costs);
+  seconds["tile_costs"] = since(t);
+
+  t = clock::now();
+  const coala::Problem problem = build_schedule_problem(w, g, arch, cores, costs, popt);
+  seconds["problem"] = since(t);
+  t = clock::now();
+  const coala::Schedule s = coala::schedule(problem, opt);
+  seconds["schedule"] = since(t);
+
+  if (!o->output.empty())  // named after the workload
+    write_schedule_h5(o->output, {schedule_record(w.name, o->semantics, o->workload, problem, s)});
+  const double energy = s.energy.total();
+  const auto per_layer = layer_cores(w, g.tiles, cores);
+  if (o->json) {
+    nlohmann::json j;
+    j["arch"] = arch.name;
+    j["workload"] = w.name;
+    j["mode"] = o->mode;
+    j["semantics"] = o->semantics;
+    j["latency_cc"] = s.latency_cc;
+    j["energy_pj"] = energy;
+    j["edp"] = s.latency_cc * energy;
+    j["cts"] = g.tiles.tiles.size();
+    j["edges"] = g.edges.size();
+    j["stacks"] = g.tiles.stacks.size();
+    j["transfers"] = s.transfers.size();
+    const auto& e = s.energy;
+    j["energy_parts_pj"] = {{"cn_onchip", e.cn_onchip}, {"cn_offchip", e.cn_offchip},
+                            {"link_offchip", e.link[0]}, {"link_core_to_core", e.link[1]},
+                            {"link_eviction", e.link[2]}, {"link_sink", e.link[3]},
+                            {"memory_offchip", e.memory[0]}, {"memory_core_to_core", e.memory[1]},
+                            {"memory_eviction", e.memory[2]}, {"memory_sink", e.memory[3]}};
+    for (const auto& [k, v] : e.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
+    j["peak_memory_bits"] = s.peak_memory_bits;
+    j["seconds"] = seconds;
+    for (size_t l = 0; l < w.einsums.size(); ++l) {
+      nlohmann::json names = nlohmann::json::array();
+      for (int c : per_layer[l]) names.push_back(arch.cores[size_t(c)].name);
+      j["allocation"][w.einsums[l].name] = names;
+    }
+    std::cout << j.dump(1) << "\n";
+  } else {
+    fmt::print("{} on {}: {} CTs, {} edges, {} stacks, mode {}, semantics {}\n", w.name, arch.name, g.tiles.tiles.size(),
+               g.edges.size(), g.tiles.stacks.size(), o->mode, o->semantics);
+    fmt::print("latency  {:.10g} cc\nenergy   {:.12g} pJ\nEDP      {:.6g} cc*pJ\n", s.latency_cc, energy, s.latency_cc * energy);
+    for (const auto& [k, v] : s.energy.stream_breakdown()) fmt::print("  {:<46} {:.12g}\n", k, v);
+    fmt::print("seconds: load {:.3f}, tiles {:.3f}, allocation {:.3f}, tile costs {:.3f}, problem {:.3f}, schedule {:.3f}\n",
+               seconds["load"].get<double>(), seconds["tiles"].get<double>(), seconds["allocation"].get<double>(),
+               seconds["tile_costs"].get<double>(), seconds["problem"].get<double>(), seconds["schedule"].get<double>());
+  }
+  return 0;
+}
+
 }  // namespace
 
 Command add_schedule_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("schedule", "COALA list scheduling of computation tiles on a multi-core "
-                                             "accelerator (Stream); --replay-stream checks it against Stream's own schedule");
-  struct Options {
-    std::string replay, semantics = "stream", output;
-    std::vector<std::string> sets;
-    bool json = false;
-    int show = 20;
-  };
-  auto o = std::make_shared<Options>();
+                                             "accelerator (Stream): --arch --workload --allocation [--tile-costs], or "
+                                             "--replay-stream DIR to check it against Stream's own schedule");
+  auto o = std::make_shared<ScheduleOptions>();
   cmd->add_option("--replay-stream", o->replay, "a folder dumped from Stream (cns.csv, edges.csv, cost_lut.csv, "
-                                                "transfers.csv, totals.json)")
-      ->required();
+                                                "transfers.csv, totals.json)");
+  cmd->add_option("--arch", o->arch, "a multi-core architecture (preset name or TOML file)");
+  cmd->add_option("--workload", o->workload, "the workload (ONNX: activations stay layers of their own unless "
+                                             "--fold-unary; or any workload spec)");
+  cmd->add_flag("--fold-unary", o->fold_unary, "fold ONNX activations into their producers");
+  cmd->add_option("--mode", o->mode, "fused (layer stacks from --stacks) or lbl (layer by layer)")->capture_default_str();
+  cmd->add_option("--stacks", o->stacks, "auto (Stream's weight-capacity rule), first (only the first such stack "
+                                         "fused, Stream classic's default) or Einsum index ranges \"0-10,11-21\"")
+      ->capture_default_str();
+  cmd->add_option("--granularity", o->granularity, "stream:N: one CT per output row in fused stacks, MAC and "
+                                                   "single-input element-wise layers split into N inter-core groups")
+      ->capture_default_str();
+  cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md) or greedy");
+  cmd->add_option("--tile-costs", o->tile_costs, "a tile-cost table (CSV, docs/stream.md) or a Stream dump folder "
+                                                 "(its cost_lut.csv and cns.csv)");
+  cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();
   cmd->add_option("--set", o->sets, "override one switch of the semantics: NAME=0|1 (dedup_only_equal_start, "
-                                    "sync_cores_at_layer_start, constant_priority_overcount, input_headstart)");
-  cmd->add_option("--show", o->show, "per-CN differences to print")->capture_default_str();
+                                    "sync_cores_at_layer_start, constant_priority_overcount, input_headstart; with --workload also "
+                                    "sinks_by_layer_edges)");
+  cmd->add_option("--show", o->show, "per-CN differences to print (--replay-stream)")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the result as JSON");
   cmd->add_option("--output", o->output, "also write the schedule to this HDF5 file (docs/results.md, \"Schedule files\"; "
                                          "`mapfuse report FILE --plots DIR` draws it)");
   return {cmd, [o]() {
-            const coala::Options opt = parse_options(o->semantics, o->sets);
-            const StreamReplay replay = load_stream_replay(o->replay);
-            const auto t0 = std::chrono::steady_clock::now();
-            const coala::Schedule s = coala::schedule(replay.problem, opt);
-            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            const ReplayComparison c = compare_replay(replay, s);
-            const bool strict = o->semantics == "stream" && o->sets.empty();
-            if (!o->output.empty()) {  // named after the folder
-              std::string name = std::filesystem::path(o->replay + "/.").lexically_normal().parent_path().filename().string();
-              if (name.empty() || name == "." || name == "..") name = "schedule";
-              write_schedule_h5(o->output, {schedule_record(name, o->semantics, replay.folder, replay.problem, s)});
+            const std::vector<std::pair<const char*, const std::string*>> inputs = {
+                {"--arch", &o->arch}, {"--workload", &o->workload}, {"--allocation", &o->allocation},
+                {"--tile-costs", &o->tile_costs}};
+            if (!o->replay.empty()) {
+              for (const auto& [flag, v] : inputs)
+                if (!v->empty()) throw InputError({}, flag, "not used with --replay-stream (the folder has it all)");
+              return run_replay(o.get());
             }
-            if (o->json) {
-              nlohmann::json j;
-              j["folder"] = replay.folder;
-              j["semantics"] = o->semantics;
-              j["latency_cc"] = s.latency_cc;
-              j["energy_pj"] = s.energy.total();
-              j["expected_latency_cc"] = replay.expected_latency_cc;
-              j["expected_energy_pj"] = replay.expected_energy_pj;
-              j["latency_match"] = c.latency_match;
-              j["energy_match"] = c.energy_match;
-              j["cns"] = c.cns;
-              j["cn_mismatches"] = c.cn_mismatches;
-              j["pick_mismatches"] = c.pick_mismatches;
-              j["transfers"] = c.transfers;
-              j["expected_transfers"] = c.expected_transfers;
-              j["transfer_mismatches"] = c.transfer_mismatches;
-              j["schedule_seconds"] = seconds;
-              for (const auto& [k, v] : s.energy.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
-              j["peak_memory_bits"] = s.peak_memory_bits;
-              j["differences"] = nlohmann::json::array();
-              for (size_t i = 0; i < c.diffs.size() && int(i) < o->show; ++i) {
-                const auto& d = c.diffs[i];
-                auto num = [](double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); };
-                j["differences"].push_back({{"cn", fmt::format("L{}S{}", d.layer, d.sub)}, {"start", d.start},
-                                            {"end", d.end}, {"expected_start", d.expected_start},
-                                            {"expected_end", d.expected_end}, {"preds_end", d.preds_end},
-                                            {"ready", d.ready}, {"after_inputs", d.after_inputs},
-                                            {"expected_preds_end", num(d.expected_preds_end)},
-                                            {"expected_ready", num(d.expected_ready)},
-                                            {"expected_after_inputs", num(d.expected_after_inputs)}});
-              }
-              std::cout << j.dump(1) << "\n";
-            } else {
-              fmt::print("{}: {} CNs, {} transfers and blocks, semantics {}, scheduled in {:.1f} ms\n", replay.folder,
-                         c.cns, c.transfers, o->semantics, seconds * 1e3);
-              fmt::print("latency  {:.10g} cc (Stream {:.10g}) {}\n", s.latency_cc, replay.expected_latency_cc,
-                         c.latency_match ? "match" : "DIFFERS");
-              fmt::print("energy   {:.12g} pJ (Stream {:.12g}) {}\n", s.energy.total(), replay.expected_energy_pj,
-                         c.energy_match ? "match" : "DIFFERS");
-              for (const auto& [k, v] : s.energy.stream_breakdown()) fmt::print("  {:<46} {:.12g}\n", k, v);
-              fmt::print("CNs whose start or end differ: {} of {} (picked in a different order: {})\n",
-                         c.cn_mismatches, c.cns, c.pick_mismatches);
-              if (c.expected_transfers)
-                fmt::print("transfer rows differing from transfers.csv: {} of {} (first at row {})\n",
-                           c.transfer_mismatches, c.expected_transfers, c.first_transfer_mismatch);
-              if (c.first_transfer_mismatch >= 0 && size_t(c.first_transfer_mismatch) < c.transfers &&
-                  size_t(c.first_transfer_mismatch) < c.expected_transfers) {
-                const auto& g = c.first_transfer_got;
-                const auto& e = c.first_transfer_expected;
-                fmt::print("  row {}: COALA {} of tensor {} {}->{} for tile {} [{:.10g}, {:.10g}) searched from {:.10g}, "
-                           "occupies links {}; Stream {} [{:.10g}, {:.10g}) new {}\n",
-                           c.first_transfer_mismatch, coala::to_string(g.cause), g.tensor, g.sender, g.receiver, g.tile,
-                           g.start, g.end, g.search_from, g.occupies_links, e.block ? "block" : "transfer", e.start,
-                           e.end, e.new_event);
-              }
-              for (size_t i = 0; i < c.diffs.size() && int(i) < o->show; ++i) {
-                const auto& d = c.diffs[i];
-                fmt::print("  L{}S{}: start {:.10g} end {:.10g} (preds end {:.10g}, ready {:.10g}, after inputs {:.10g}); "
-                           "Stream {:.10g} .. {:.10g} (preds end {:.10g}, ready {:.10g}, after inputs {:.10g})\n",
-                           d.layer, d.sub, d.start, d.end, d.preds_end, d.ready, d.after_inputs, d.expected_start,
-                           d.expected_end, d.expected_preds_end, d.expected_ready, d.expected_after_inputs);
-              }
-            }
-            return strict && !c.ok() ? 1 : 0;
+            for (size_t i = 0; i < 3; ++i)
+              if (inputs[i].second->empty())
+                throw InputError({}, inputs[i].first, "required (or give --replay-stream DIR)");
+            return run_pipeline(o.get());
           }};
 }
 
