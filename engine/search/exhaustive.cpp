@@ -97,7 +97,8 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.prune = opt.prune;
   spec.reduce_orders = opt.reduce_orders;
   spec.max_evaluations = opt.max_mappings;
-  spec.bound_scalar = !opt.front;
+  spec.bound_scalar = !opt.front && !opt.onchip_backing;
+  spec.onchip_backing = opt.onchip_backing;
   std::atomic<double> incumbent{std::numeric_limits<double>::infinity()};
   TileSearch s(e, c, space, spec);
   const int threads = omp_get_max_threads();
@@ -145,7 +146,12 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     for (size_t i = 0; i < l.pareto.size(); ++i) all.emplace_back(std::move(l.pareto_text[i]), std::move(l.pareto[i]));
   }
   if (best) out.best = best->best;
-  if (out.best) out.cost = evaluate(s.plan(), flatten(*out.best));  // the full breakdown
+  if (out.best) {  // the full breakdown
+    FlatMapping f = flatten(*out.best);
+    f.keep[f.n_levels - 1] = static_cast<TensorMask>(f.keep[f.n_levels - 1] & ~opt.onchip_backing);
+    f.onchip_backing = opt.onchip_backing;
+    out.cost = evaluate(s.plan(), f);
+  }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.energy_pj != b.second.energy_pj) return a.second.energy_pj < b.second.energy_pj;
     if (a.second.cycles != b.second.cycles) return a.second.cycles < b.second.cycles;

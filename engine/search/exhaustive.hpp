@@ -28,6 +28,12 @@ struct ExhaustiveOptions {
   // whose completions cannot beat the best mapping found so far are not extended; the front is
   // left empty and the counts depend on the thread count (the optimum does not).
   bool front = true;
+  // Tensors the caller's constraints hold whole on chip (Stream's per-tile costs, tile_cost.hpp):
+  // the outermost level does not keep them and their outermost kept level is their backing store
+  // (FlatMapping::onchip_backing; Mapping::levels.back().keep still lists them). The constraints
+  // must keep each at one level with no loop above it over its ranks. Branch and bound is not
+  // used with it (its bounds assume DRAM backing): the whole mapspace is evaluated.
+  TensorMask onchip_backing = 0;
 };
 
 struct ParetoMapping {
