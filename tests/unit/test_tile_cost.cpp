@@ -8,7 +8,6 @@
 #include "engine/common/error.hpp"
 #include "engine/cost/tile_cost.hpp"
 #include "engine/search/exhaustive.hpp"
-#include "test_support.hpp"
 
 using namespace mapfuse;
 
