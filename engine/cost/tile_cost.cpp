@@ -25,12 +25,13 @@ void put(std::string& key, int64_t v) {
 
 // What decides a CT's cost on a core: the operator, the rank names (the dataflow names ranks) and
 // the CT's rank sizes, each tensor's role, width and projections, its box's size per dimension
-// (a halo clipped at the tensor's edge stores less), and the core. Tensor names, offsets and the
-// CT's position are left out, so identical layers and interior tiles share an entry.
-std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core) {
+// (a halo clipped at the tensor's edge stores less), and the core (cores the mapper cannot tell
+// apart are one class). Tensor names, offsets and the CT's position are left out, so identical
+// layers and interior tiles share an entry.
+std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_class) {
   std::string k;
   k.reserve(256);
-  put(k, core);
+  put(k, int64_t{core_class});
   put(k, static_cast<int64_t>(e.op));
   const auto rr = ts.rank_ranges(tile);
   put(k, static_cast<int64_t>(e.ranks.size()));
@@ -44,13 +45,58 @@ std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core) {
   for (size_t t = 0; t < e.tensors.size(); ++t) {
     const TensorAccess& ta = e.tensors[t];
     put(k, static_cast<int64_t>(ta.role));
-    put(k, ta.bits_per_value);
+    put(k, static_cast<int64_t>(ta.bits_per_value));
     put(k, static_cast<int64_t>(ta.dims.size()));
     for (const Projection& p : ta.dims) {
       put(k, static_cast<int64_t>(p.size()));
       for (const ProjectionTerm& term : p) put(k, int64_t{term.rank} << 32 | term.coeff);
     }
     for (const Range& b : ts.box(acc[t])) put(k, b.size());
+  }
+  return k;
+}
+
+void put(std::string& key, double v) {
+  char b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  key.append(b, sizeof v);
+}
+
+void put(std::string& key, const std::vector<std::string>& names) {
+  put(key, static_cast<int64_t>(names.size()));
+  for (const std::string& n : names) key += n, key += '\0';
+}
+
+// Everything of a core the mapper sees, so that identical cores (a quad core's four) share keys.
+std::string core_signature(const Core& c) {
+  std::string k;
+  put(k, static_cast<int64_t>(c.runs));
+  put(k, static_cast<int64_t>(c.legacy_output_fills));
+  put(k, c.compute.energy_pj);
+  put(k, c.compute.frequency_hz);
+  put(k, static_cast<int64_t>(c.levels.size()));
+  for (const Level& l : c.levels) {
+    put(k, l.entries);
+    put(k, static_cast<int64_t>(l.word_bits) << 32 | l.block_size);
+    put(k, static_cast<int64_t>(l.multiple_buffering));
+    for (double v : {l.read_bandwidth, l.write_bandwidth, l.shared_bandwidth, l.read_pj, l.write_pj, l.update_pj})
+      put(k, v);
+    put(k, static_cast<int64_t>(l.may_keep) << 8 | l.must_keep);
+    put(k, static_cast<int64_t>(l.backs_intermediates));
+    const Fanout& f = l.fanout;
+    put(k, f.x);
+    put(k, f.y);
+    put(k, f.x_ranks);
+    put(k, f.y_ranks);
+    put(k, static_cast<int64_t>(f.x_reuse) << 24 | f.y_reuse << 16 | f.x_multicast << 8 | f.y_multicast);
+    put(k, f.x_min_usage);
+    put(k, f.y_min_usage);
+  }
+  put(k, static_cast<int64_t>(c.vector.has_value()));
+  if (c.vector) {
+    put(k, static_cast<int64_t>(c.vector->level));
+    put(k, c.vector->lanes);
+    put(k, c.vector->energy_pj);
   }
   return k;
 }
@@ -124,6 +170,15 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
     TensorMask onchip = 0;
     for (int t = 0; t < T; ++t)
       if (!off[t]) onchip |= static_cast<TensorMask>(1u << t);
+    const bool any_off = onchip != static_cast<TensorMask>((1u << T) - 1);
+    Core free_dram = core;
+    if (!any_off) {
+      Level& d = free_dram.levels.back();
+      d.read_pj = d.write_pj = d.update_pj = 0;
+      d.read_bandwidth = d.write_bandwidth = d.shared_bandwidth = 0;
+      d.fit.reset();
+      d.mlp.reset();
+    }
     // An on-chip operand is held whole at its home: no level above it iterates a rank it uses.
     Mapspace space;
     space.levels.resize(static_cast<size_t>(L));
@@ -165,6 +220,34 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
         space.levels[static_cast<size_t>(homes[h])].keep = choices[h][rest % choices[h].size()];
         rest /= choices[h].size();
       }
+      CostResult cost;
+      if (!any_off) {
+        // Branch and bound (fast path). Its bounds assume DRAM backing, so the search sees DRAM
+        // backing everything at no energy and unlimited bandwidth (the on-chip operands pass it
+        // once, for free) and each on-chip operand filled into (drained from) its home once: an
+        // energy the same for every mapping, and cycles only where that fill binds the home's
+        // bandwidth. The mapping found is then costed exactly, backed on chip.
+        ExhaustiveOptions xo;
+        xo.objective = o;
+        xo.max_mappings = opt.max_mappings;
+        xo.front = false;
+        MapperResult r = exhaustive_search(e, free_dram, space, xo);
+        ++out.mapper_calls;
+        out.evaluated += r.evaluated;
+        if (!r.best) continue;
+        if (opt.energy_tiebreak && o == Objective::Cycles) {
+          xo.objective = Objective::Energy;
+          xo.max_cycles = r.cost.cycles;
+          MapperResult r2 = exhaustive_search(e, free_dram, space, xo);
+          ++out.mapper_calls;
+          out.evaluated += r2.evaluated;
+          if (r2.best) r = std::move(r2);
+        }
+        FlatMapping f = flatten(*r.best);
+        f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
+        f.onchip_backing = onchip;
+        cost = evaluate(compile_plan(e, core), f);
+      } else {
       ExhaustiveOptions xo;
       xo.objective = o;
       xo.max_mappings = opt.max_mappings;
@@ -174,7 +257,7 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
       ++out.mapper_calls;
       out.evaluated += r.evaluated;
       if (!r.best) continue;
-      CostResult cost = r.cost;
+      cost = r.cost;
       if (opt.energy_tiebreak) {
         // The front is by energy ascending: the first point with the least objective value is
         // the least energy among the mappings that tie on it.
@@ -186,6 +269,7 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
         f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
         f.onchip_backing = onchip;
         cost = evaluate(compile_plan(e, core), f);
+      }
       }
       const double v = objective_value(o, cost);
       if (!found || v < best_value || (v == best_value && cost.energy_pj < best_energy)) {
@@ -250,6 +334,12 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
     throw InputError({}, "allocation",
                      fmt::format("{} cores given for {} CTs (one per CT expected)", core_of_tile.size(), n));
   // Unique keys in order of their first CT, so the work list (and the first error) is deterministic.
+  std::vector<int> core_class(a.cores.size());
+  {
+    std::unordered_map<std::string, int> classes;
+    for (size_t c = 0; c < a.cores.size(); ++c)
+      core_class[c] = classes.try_emplace(core_signature(a.cores[c]), static_cast<int>(c)).first->second;
+  }
   std::unordered_map<std::string, int> index;
   std::vector<int> key_of(static_cast<size_t>(n)), first_tile;
   for (int t = 0; t < n; ++t) {
@@ -260,7 +350,8 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
                                    w.einsums[static_cast<size_t>(tiles.tiles[t].layer)].name, t, c, a.name,
                                    a.cores.size()));
     const Einsum& e = w.einsums[static_cast<size_t>(tiles.tiles[t].layer)];
-    auto [it, fresh] = index.try_emplace(tile_key(e, tiles, t, c), static_cast<int>(first_tile.size()));
+    auto [it, fresh] =
+        index.try_emplace(tile_key(e, tiles, t, core_class[static_cast<size_t>(c)]), static_cast<int>(first_tile.size()));
     if (fresh) first_tile.push_back(t);
     key_of[static_cast<size_t>(t)] = it->second;
   }

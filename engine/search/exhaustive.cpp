@@ -30,6 +30,7 @@ struct ExhaustiveSink final : TileSink {
   int64_t valid = 0;
 
   bool front = true;
+  double max_cycles = std::numeric_limits<double>::infinity();
   // Branch and bound: the best objective value any thread has found (so far).
   std::atomic<double>* incumbent = nullptr;
 
@@ -38,11 +39,12 @@ struct ExhaustiveSink final : TileSink {
 
   // Strictly worse than a mapping already found: an optimum (or a tie) is never cut.
   bool beaten(double energy_pj, double cycles, int level, int64_t) override {
-    return level < 0 && objective_value(objective, energy_pj, cycles) > incumbent->load(std::memory_order_relaxed);
+    return level < 0 && (cycles > max_cycles ||
+                         objective_value(objective, energy_pj, cycles) > incumbent->load(std::memory_order_relaxed));
   }
 
   void consume(const TileCandidate& cand, const CompactCost& r) override {
-    if (!r.valid()) return;
+    if (!r.valid() || r.cycles > max_cycles) return;
     ++valid;
     const double v = objective_value(objective, r);
     std::optional<Mapping> m;
@@ -104,7 +106,10 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   const int threads = omp_get_max_threads();
   std::vector<ExhaustiveSink> sinks;
   sinks.reserve(static_cast<size_t>(threads));
-  for (int i = 0; i < threads; ++i) sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
+  for (int i = 0; i < threads; ++i) {
+    sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
+    sinks.back().max_cycles = opt.max_cycles;
+  }
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
