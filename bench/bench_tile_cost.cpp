@@ -5,7 +5,7 @@
 // layer; 3866 CTs) on tpu_like_quad_core with Stream's fixed allocation
 // (shared/data/stream/derived/mapping_tpu_like_quad_core_fixed_k4.yaml): convs, Gemm and ReLUs
 // on core = their inter-core group, pools on pooling_4, adds on simd_5.
-// Counters: CTs, unique keys, mapper calls, mappings evaluated, CTs with off-chip operands.
+// Counters: CTs, unique keys, mapping problems, mapper calls, mappings evaluated, CTs with off-chip operands.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -53,6 +53,7 @@ void ResNet18Fused(benchmark::State& state) {
   for (const TileCost& c : costs) offchip += c.any_offchip();
   state.counters["CTs"] = static_cast<double>(st.tiles);
   state.counters["unique_keys"] = static_cast<double>(st.unique_keys);
+  state.counters["mapper_problems"] = static_cast<double>(st.mapper_problems);
   state.counters["mapper_calls"] = static_cast<double>(st.mapper_calls);
   state.counters["mappings"] = static_cast<double>(st.mappings_evaluated);
   state.counters["offchip_CTs"] = static_cast<double>(offchip);

@@ -28,7 +28,9 @@ void put(std::string& key, int64_t v) {
 // (a halo clipped at the tensor's edge stores less), and the core (cores the mapper cannot tell
 // apart are one class). Tensor names, offsets and the CT's position are left out, so identical
 // layers and interior tiles share an entry.
-std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_class) {
+// Without `boxes`: the mapper's problem (its result does not depend on the boxes, only the
+// off-chip rule and the footprints do).
+std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_class, bool boxes = true) {
   std::string k;
   k.reserve(256);
   put(k, int64_t{core_class});
@@ -51,7 +53,8 @@ std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_clas
       put(k, static_cast<int64_t>(p.size()));
       for (const ProjectionTerm& term : p) put(k, int64_t{term.rank} << 32 | term.coeff);
     }
-    for (const Range& b : ts.box(acc[t])) put(k, b.size());
+    if (boxes)
+      for (const Range& b : ts.box(acc[t])) put(k, b.size());
   }
   return k;
 }
@@ -115,35 +118,22 @@ struct KeyResult {
   int64_t mapper_calls = 0, evaluated = 0;
 };
 
-std::string describe_tile(const Workload& w, const TileSet& ts, int tile, const Core& core) {
-  const Tile& t = ts.tiles[static_cast<size_t>(tile)];
-  return fmt::format("layer '{}', CT {} (sub-tile {}) on core '{}'", w.einsums[static_cast<size_t>(t.layer)].name, tile,
-                     t.sub_id, core.name);
-}
 
-// Maps one CT on one core (docs/stream.md, "Per-tile cost").
-KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& base, const TileCostOptions& opt) {
-  const Einsum e = tile_einsum(w, ts, tile);
-  if (!base.can_run(e.op))
-    throw InputError({}, "allocation",
-                     fmt::format("{}: the core cannot run a {} operator", describe_tile(w, ts, tile, base), to_string(e.op)));
-  const Core& core = core_for(base, e);
-  const int L = static_cast<int>(core.levels.size());
-  const int T = static_cast<int>(e.tensors.size());
-  const auto acc = ts.tile_accesses(tile);
-
-  // Home of each operand: the outermost on-chip level that may keep its role (-1: none, so DRAM).
+// Homes (the outermost on-chip level that may keep each operand's role; -1: none, so DRAM) and
+// Stream's rule: per home memory, while the operands homed there do not fit together (their box
+// values against entries / multiple_buffering), the largest (the first in tensor order on a tie)
+// goes off-chip. Returns the off-chip mask.
+TensorMask stream_offchip(const Einsum& e, const Core& core, std::span<const TileAccess> acc) {
+  const int L = static_cast<int>(core.levels.size()), T = static_cast<int>(e.tensors.size());
   std::vector<int> home(static_cast<size_t>(T), -1);
-  std::vector<int64_t> need(static_cast<size_t>(T), 0);  // values in its box
+  std::vector<int64_t> need(static_cast<size_t>(T), 0);
+  TensorMask off = 0;
   for (int t = 0; t < T; ++t) {
     for (int l = L - 2; l >= 0 && home[t] < 0; --l)
       if (core.levels[static_cast<size_t>(l)].may_keep & role_bit(e.tensors[t].role)) home[t] = l;
     need[t] = acc[t].bits / std::max(e.tensors[t].bits_per_value, 1);
+    if (home[t] < 0) off |= static_cast<TensorMask>(1u << t);
   }
-  // Stream's rule: per home memory, while its operands do not fit together, the largest one (the
-  // first in tensor order on a tie) goes off-chip.
-  std::vector<bool> off(static_cast<size_t>(T), false);
-  for (int t = 0; t < T; ++t) off[t] = home[t] < 0;
   for (int l = 0; l < L - 1; ++l) {
     const Level& lv = core.levels[static_cast<size_t>(l)];
     if (lv.unbounded()) continue;
@@ -152,14 +142,30 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
       int64_t sum = 0;
       int largest = -1;
       for (int t = 0; t < T; ++t)
-        if (!off[t] && home[t] == l) {
+        if (!(off >> t & 1) && home[t] == l) {
           sum += need[t];
           if (largest < 0 || need[t] > need[largest]) largest = t;
         }
       if (sum <= cap || largest < 0) break;
-      off[largest] = true;
+      off |= static_cast<TensorMask>(1u << largest);
     }
   }
+  return off;
+}
+
+// Maps the CT-sized Einsum `e` on `base` with the operands of `off_mask` off-chip (docs/stream.md,
+// "Per-tile cost"); `what` names the CT and core in errors. The result's memory_bits are unset.
+KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const TileCostOptions& opt,
+                  const std::string& what) {
+  const Core& core = core_for(base, e);
+  const int L = static_cast<int>(core.levels.size());
+  const int T = static_cast<int>(e.tensors.size());
+  std::vector<int> home(static_cast<size_t>(T), -1);
+  for (int t = 0; t < T; ++t)
+    for (int l = L - 2; l >= 0 && home[t] < 0; --l)
+      if (core.levels[static_cast<size_t>(l)].may_keep & role_bit(e.tensors[t].role)) home[t] = l;
+  std::vector<bool> off(static_cast<size_t>(T), false);
+  for (int t = 0; t < T; ++t) off[t] = (off_mask >> t & 1) != 0;
 
   KeyResult out;
   const Objective o = opt.objective;
@@ -287,10 +293,7 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
       const Level& dram = core.levels.back();
       for (int t = 0; t < T; ++t) {
         OperandCost& oc = tc.operands[static_cast<size_t>(t)];
-        if (!off[t]) {
-          oc.memory_bits = acc[t].bits;
-          continue;
-        }
+        if (!off[t]) continue;
         oc.offchip = true;
         tc.offchip_energy_pj += dram_energy(best_cost, dram, L, t);
         const TensorAccesses& a = best_cost.access[static_cast<size_t>(L - 1)][static_cast<size_t>(t)];
@@ -303,14 +306,12 @@ KeyResult map_one(const Workload& w, const TileSet& ts, int tile, const Core& ba
     }
     // No mapping holds the on-chip operands (the rule sized them by their boxes; the mapper's
     // tiles include padding, and lower levels have their own limits): the largest remaining one
-    // goes off-chip too.
+    // (by the mapper's footprint) goes off-chip too.
     int largest = -1;
     for (int t = 0; t < T; ++t)
-      if (!off[t] && (largest < 0 || need[t] > need[largest])) largest = t;
+      if (!off[t] && (largest < 0 || e.tensor_volume(t) > e.tensor_volume(largest))) largest = t;
     if (largest < 0)
-      throw InputError({}, "allocation",
-                       fmt::format("{}: no mapping fits, even with every operand in off-chip memory",
-                                   describe_tile(w, ts, tile, base)));
+      throw InputError({}, "allocation", what + ": no mapping fits, even with every operand in off-chip memory");
     off[largest] = true;
   }
 }
@@ -355,27 +356,67 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
     if (fresh) first_tile.push_back(t);
     key_of[static_cast<size_t>(t)] = it->second;
   }
+  // Per key, the off-chip operands (Stream's rule on the boxes); keys that differ only in their
+  // boxes and agree on them are one mapping problem.
   const int K = static_cast<int>(first_tile.size());
-  std::vector<KeyResult> results(static_cast<size_t>(K));
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(K));
+  std::vector<int> problem_of(static_cast<size_t>(K)), problem_first;
+  std::vector<TensorMask> problem_off;
+  std::vector<std::string> what(static_cast<size_t>(K));
+  {
+    std::unordered_map<std::string, int> problems;
+    for (int k = 0; k < K; ++k) {
+      const int t = first_tile[static_cast<size_t>(k)];
+      const int c = core_of_tile[static_cast<size_t>(t)];
+      const Core& base = a.cores[static_cast<size_t>(c)];
+      const Einsum& layer = w.einsums[static_cast<size_t>(tiles.tiles[static_cast<size_t>(t)].layer)];
+      what[static_cast<size_t>(k)] = fmt::format("layer '{}', CT {} (sub-tile {}) on core '{}'", layer.name, t,
+                                                 tiles.tiles[static_cast<size_t>(t)].sub_id, base.name);
+      if (!base.can_run(layer.op))
+        throw InputError({}, "allocation",
+                         fmt::format("{}: the core cannot run a {} operator", what[static_cast<size_t>(k)],
+                                     to_string(layer.op)));
+      const Einsum e = tile_einsum(w, tiles, t);
+      const TensorMask off = stream_offchip(e, core_for(base, e), tiles.tile_accesses(t));
+      std::string pk = tile_key(layer, tiles, t, core_class[static_cast<size_t>(c)], false);
+      pk += static_cast<char>(off);
+      auto [it, fresh] = problems.try_emplace(std::move(pk), static_cast<int>(problem_first.size()));
+      if (fresh) problem_first.push_back(k), problem_off.push_back(off);
+      problem_of[static_cast<size_t>(k)] = it->second;
+    }
+  }
+  const int P = static_cast<int>(problem_first.size());
+  std::vector<KeyResult> results(static_cast<size_t>(P));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(P));
 #pragma omp parallel for schedule(dynamic, 1)
-  for (int k = 0; k < K; ++k) {
+  for (int p = 0; p < P; ++p) {
+    const int k = problem_first[static_cast<size_t>(p)];
     const int t = first_tile[static_cast<size_t>(k)];
     try {
-      results[static_cast<size_t>(k)] =
-          map_one(w, tiles, t, a.cores[static_cast<size_t>(core_of_tile[static_cast<size_t>(t)])], opt);
+      results[static_cast<size_t>(p)] =
+          map_one(tile_einsum(w, tiles, t), a.cores[static_cast<size_t>(core_of_tile[static_cast<size_t>(t)])],
+                  problem_off[static_cast<size_t>(p)], opt, what[static_cast<size_t>(k)]);
     } catch (...) {
-      errors[static_cast<size_t>(k)] = std::current_exception();
+      errors[static_cast<size_t>(p)] = std::current_exception();
     }
   }
   for (const auto& err : errors)
     if (err) std::rethrow_exception(err);
+  // Per key, the problem's cost with the key's own footprints (its boxes).
+  std::vector<TileCost> by_key(static_cast<size_t>(K));
+  for (int k = 0; k < K; ++k) {
+    TileCost& c = by_key[static_cast<size_t>(k)];
+    c = results[static_cast<size_t>(problem_of[static_cast<size_t>(k)])].cost;
+    const auto acc = tiles.tile_accesses(first_tile[static_cast<size_t>(k)]);
+    for (size_t i = 0; i < c.operands.size(); ++i)
+      if (!c.operands[i].offchip) c.operands[i].memory_bits = acc[i].bits;
+  }
   std::vector<TileCost> costs(static_cast<size_t>(n));
-  for (int t = 0; t < n; ++t) costs[static_cast<size_t>(t)] = results[static_cast<size_t>(key_of[static_cast<size_t>(t)])].cost;
+  for (int t = 0; t < n; ++t) costs[static_cast<size_t>(t)] = by_key[static_cast<size_t>(key_of[static_cast<size_t>(t)])];
   if (stats) {
     *stats = {};
     stats->tiles = n;
     stats->unique_keys = K;
+    stats->mapper_problems = P;
     for (const KeyResult& r : results) stats->mapper_calls += r.mapper_calls, stats->mappings_evaluated += r.evaluated;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

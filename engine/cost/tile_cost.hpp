@@ -54,13 +54,17 @@ struct TileCostOptions {
 struct TileCostStats {
   int64_t tiles = 0;
   int64_t unique_keys = 0;   // distinct (CT shape, core) pairs
+  // Distinct mapping problems among them: keys that differ only in their boxes (a conv's clipped
+  // edge rows) and send the same operands off-chip are mapped once.
+  int64_t mapper_problems = 0;
   int64_t mapper_calls = 0;  // exhaustive searches (a key whose operands do not fit may need several)
   int64_t mappings_evaluated = 0;
   double seconds = 0;        // wall time of map_tile_costs
 };
 
 // costs[t]: tile t of `tiles` on core core_of_tile[t] of `a` (docs/stream.md, "Per-tile cost").
-// Each unique (Einsum structure, CT rank sizes, tensor box sizes, core) is mapped once with
+// Each unique (Einsum structure, CT rank sizes, tensor box sizes, core) is costed once (and mapped
+// once per distinct mapping problem: see TileCostStats::mapper_problems) with
 // exhaustive_search on the CT-sized Einsum under the core's dataflow (its fan-outs' ranks), with
 // every operand that fits held whole in its home memory (the outermost on-chip level that may keep
 // its role) and the off-chip memory as the top level of the others. OpenMP over unique keys; the
