@@ -195,15 +195,15 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         for (size_t r = 0; r < e.ranks.size(); ++r)
           if (e.rank_relevant(t, static_cast<int>(r))) space.levels[static_cast<size_t>(l)].max_factor[r] = 1;
     }
-    // Each home keeps its on-chip operands and any subset of the off-chip ones it may hold: one
-    // search per combination (there are few off-chip operands).
+    // Each home keeps its on-chip operands and any subset of the others it may hold (off-chip
+    // ones, on-chip ones homed further out): one search per combination (usually one).
     std::vector<int> homes;
     std::vector<TensorMask> base_keep, optional_keep;
     for (int l = 0; l < L - 1; ++l) {
       TensorMask on = 0, opt_mask = 0;
       for (int t = 0; t < T; ++t) {
         if (!off[t] && home[t] == l) on |= static_cast<TensorMask>(1u << t);
-        if (off[t] && (core.levels[static_cast<size_t>(l)].may_keep & role_bit(e.tensors[t].role)))
+        if ((off[t] || home[t] > l) && (core.levels[static_cast<size_t>(l)].may_keep & role_bit(e.tensors[t].role)))
           opt_mask |= static_cast<TensorMask>(1u << t);
       }
       if (on) homes.push_back(l), base_keep.push_back(on), optional_keep.push_back(opt_mask);
@@ -254,28 +254,30 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         f.onchip_backing = onchip;
         cost = evaluate(compile_plan(e, core), f);
       } else {
-      ExhaustiveOptions xo;
-      xo.objective = o;
-      xo.max_mappings = opt.max_mappings;
-      xo.front = opt.energy_tiebreak;
-      xo.onchip_backing = onchip;
-      MapperResult r = exhaustive_search(e, core, space, xo);
-      ++out.mapper_calls;
-      out.evaluated += r.evaluated;
-      if (!r.best) continue;
-      cost = r.cost;
-      if (opt.energy_tiebreak) {
-        // The front is by energy ascending: the first point with the least objective value is
-        // the least energy among the mappings that tie on it.
-        const ParetoMapping* pick = nullptr;
-        for (const ParetoMapping& p : r.pareto)
-          if (!pick || objective_value(o, p.energy_pj, p.cycles) < objective_value(o, pick->energy_pj, pick->cycles))
-            pick = &p;
-        FlatMapping f = flatten(pick->mapping);
-        f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
-        f.onchip_backing = onchip;
-        cost = evaluate(compile_plan(e, core), f);
-      }
+        // Off-chip operands: DRAM's bandwidth is theirs and can bind, so the search must see the
+        // on-chip operands backed on chip; without branch and bound (rare: a CT too large).
+        ExhaustiveOptions xo;
+        xo.objective = o;
+        xo.max_mappings = opt.max_mappings;
+        xo.front = opt.energy_tiebreak;
+        xo.onchip_backing = onchip;
+        MapperResult r = exhaustive_search(e, core, space, xo);
+        ++out.mapper_calls;
+        out.evaluated += r.evaluated;
+        if (!r.best) continue;
+        cost = r.cost;
+        if (opt.energy_tiebreak) {
+          // The front is by energy ascending: the first point with the least objective value is
+          // the least energy among the mappings that tie on it.
+          const ParetoMapping* pick = nullptr;
+          for (const ParetoMapping& p : r.pareto)
+            if (!pick || objective_value(o, p.energy_pj, p.cycles) < objective_value(o, pick->energy_pj, pick->cycles))
+              pick = &p;
+          FlatMapping f = flatten(pick->mapping);
+          f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
+          f.onchip_backing = onchip;
+          cost = evaluate(compile_plan(e, core), f);
+        }
       }
       const double v = objective_value(o, cost);
       if (!found || v < best_value || (v == best_value && cost.energy_pj < best_energy)) {

@@ -211,6 +211,31 @@ TEST_CASE("tile cost: operands that do not fit go off-chip, largest first") {
   }
 }
 
+TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets more operands off-chip") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  a.cores[0].levels[2].entries = 2600;
+  const Workload w = finalized({source("x", "a", 8, 6, 6), make_conv("conv", conv_shape(8, 32, 6, 6), "a", "w", "o")});
+  const TileSet ts = rows(w);
+  const std::vector<int> core(ts.tiles.size(), 0);
+  TileCostStats st;
+  const auto costs = map_tile_costs(w, ts, a, core, {}, &st);
+  // Edge row: boxes 2304 (weights) + 96 (input: 2 rows x 6 columns x 8) + 192 (output) = 2592
+  // words fit 2600, but held whole the input is 3 x 8 x 8 (the halo's padding included): 2688
+  // do not, so the weights (the largest) go off-chip after all. Interior rows: 2304 + 144 + 192
+  // = 2640, off-chip by the rule itself.
+  const TileCost& edge = costs[static_cast<size_t>(ts.layer_first[1])];
+  const TileCost& mid = costs[static_cast<size_t>(ts.layer_first[1] + 2)];
+  CHECK(edge.operands[0].offchip);
+  CHECK(!edge.operands[1].offchip);
+  CHECK(mid.operands[0].offchip);
+  CHECK(edge.latency_cc == mid.latency_cc);
+  CHECK(edge.offchip_energy_pj == mid.offchip_energy_pj);
+  // The weights read once from DRAM: 2304 words x 125 pJ.
+  CHECK(mid.offchip_energy_pj == 2304 * 125.0);
+  CHECK(st.unique_keys == 3);
+  CHECK(st.mapper_problems == 3);  // the edge and interior rows differ in what the rule sends off-chip
+}
+
 TEST_CASE("tile cost: bad allocations and CTs that cannot be mapped") {
   const Architecture a = load_architecture("tpu_like_quad_core");
   const Workload w = finalized({make_matmul("mm", 8, 32, 64)});
