@@ -227,43 +227,44 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         rest /= choices[h].size();
       }
       CostResult cost;
+      ExhaustiveOptions xo;
+      xo.objective = o;
+      xo.max_mappings = opt.max_mappings;
+      auto search = [&](const Core& c, const ExhaustiveOptions& x) {
+        MapperResult r = exhaustive_search(e, c, space, x);
+        ++out.mapper_calls;
+        out.evaluated += r.evaluated;
+        return r;
+      };
+      // A mapping's cost with the on-chip operands backed at their homes.
+      auto exact = [&](const Mapping& m) {
+        FlatMapping f = flatten(m);
+        f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
+        f.onchip_backing = onchip;
+        return evaluate(compile_plan(e, core), f);
+      };
       if (!any_off) {
         // Branch and bound (fast path). Its bounds assume DRAM backing, so the search sees DRAM
         // backing everything at no energy and unlimited bandwidth (the on-chip operands pass it
         // once, for free) and each on-chip operand filled into (drained from) its home once: an
         // energy the same for every mapping, and cycles only where that fill binds the home's
         // bandwidth. The mapping found is then costed exactly, backed on chip.
-        ExhaustiveOptions xo;
-        xo.objective = o;
-        xo.max_mappings = opt.max_mappings;
         xo.front = false;
-        MapperResult r = exhaustive_search(e, free_dram, space, xo);
-        ++out.mapper_calls;
-        out.evaluated += r.evaluated;
+        MapperResult r = search(free_dram, xo);
         if (!r.best) continue;
         if (opt.energy_tiebreak && o == Objective::Cycles) {
           xo.objective = Objective::Energy;
           xo.max_cycles = r.cost.cycles;
-          MapperResult r2 = exhaustive_search(e, free_dram, space, xo);
-          ++out.mapper_calls;
-          out.evaluated += r2.evaluated;
+          MapperResult r2 = search(free_dram, xo);
           if (r2.best) r = std::move(r2);
         }
-        FlatMapping f = flatten(*r.best);
-        f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
-        f.onchip_backing = onchip;
-        cost = evaluate(compile_plan(e, core), f);
+        cost = exact(*r.best);
       } else {
         // Off-chip operands: DRAM's bandwidth is theirs and can bind, so the search must see the
         // on-chip operands backed on chip; without branch and bound (rare: a CT too large).
-        ExhaustiveOptions xo;
-        xo.objective = o;
-        xo.max_mappings = opt.max_mappings;
         xo.front = opt.energy_tiebreak;
         xo.onchip_backing = onchip;
-        MapperResult r = exhaustive_search(e, core, space, xo);
-        ++out.mapper_calls;
-        out.evaluated += r.evaluated;
+        MapperResult r = search(core, xo);
         if (!r.best) continue;
         cost = r.cost;
         if (opt.energy_tiebreak) {
@@ -273,10 +274,7 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
           for (const ParetoMapping& p : r.pareto)
             if (!pick || objective_value(o, p.energy_pj, p.cycles) < objective_value(o, pick->energy_pj, pick->cycles))
               pick = &p;
-          FlatMapping f = flatten(pick->mapping);
-          f.keep[L - 1] = static_cast<TensorMask>(f.keep[L - 1] & ~onchip);
-          f.onchip_backing = onchip;
-          cost = evaluate(compile_plan(e, core), f);
+          cost = exact(pick->mapping);
         }
       }
       const double v = objective_value(o, cost);

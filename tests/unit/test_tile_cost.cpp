@@ -8,45 +8,20 @@
 #include "engine/common/error.hpp"
 #include "engine/cost/tile_cost.hpp"
 #include "engine/search/exhaustive.hpp"
+#include "tile_workloads.hpp"
 
 using namespace mapfuse;
 
 namespace {
 
-// out = in, element-wise over N, C, H, W: a producer, so that the conv's input is clipped at its edges.
-Einsum source(const std::string& in, const std::string& out, int64_t C, int64_t H, int64_t W) {
-  Einsum e;
-  e.name = "src_" + out;
-  e.op = OpKind::Elementwise;
-  e.ranks = {{"N", 1}, {"C", C}, {"H", H}, {"W", W}};
-  const std::vector<Projection> id = {{{0, 1}}, {{1, 1}}, {{2, 1}}, {{3, 1}}};
-  e.tensors = {{in, TensorRole::Input, id, 8}, {out, TensorRole::Output, id, 8}};
-  return e;
-}
-
-ConvShape conv_shape(int64_t C, int64_t K, int64_t P, int64_t Q) {
-  ConvShape s;
-  s.C = C;
-  s.K = K;
-  s.P = P;
-  s.Q = Q;
-  s.R = s.S = 3;
-  s.Wpad = s.Hpad = 1;
-  return s;
-}
-
-Workload finalized(std::vector<Einsum> es) {
-  Workload w;
-  w.name = "t";
-  w.einsums = std::move(es);
-  finalize(w);
-  return w;
-}
+using test::conv;
+using test::finalized;
+using test::source;
 
 // src (8 channels, 8x8) -> conv1 -> conv2 (3x3, pad 1, 8 -> 8 channels): identical convs.
 Workload two_conv_chain() {
-  return finalized({source("x", "a", 8, 8, 8), make_conv("conv1", conv_shape(8, 8, 8, 8), "a", "w1", "b"),
-                    make_conv("conv2", conv_shape(8, 8, 8, 8), "b", "w2", "c")});
+  return finalized({source("x", "a", 8, 8, 8), conv("conv1", "a", 8, 8, 8, 8, 3, 1, 1),
+                    conv("conv2", "conv1", 8, 8, 8, 8, 3, 1, 1)});
 }
 
 // Every layer cut into rows (one CT per output row), all in one fused stack.
@@ -67,7 +42,7 @@ TileSet rows(const Workload& w) {
 
 TEST_CASE("tile cost: a CT's cost is the exhaustive mapper's on the CT-sized Einsum") {
   const Architecture a = load_architecture("tpu_like_quad_core");
-  const Workload w = finalized({source("x", "a", 8, 6, 6), make_conv("conv", conv_shape(8, 32, 6, 6), "a", "w", "o")});
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
   const TileSet ts = rows(w);
   REQUIRE(ts.tiles.size() == 12);
   const std::vector<int> core(ts.tiles.size(), 2);
@@ -75,7 +50,7 @@ TEST_CASE("tile cost: a CT's cost is the exhaustive mapper's on the CT-sized Ein
 
   // By hand: the conv with one output row; tpu_like's levels are rf_128B, rf_2B, sram_2MB, DRAM.
   // Everything fits the 2 MiB SRAM: it keeps the whole CT (no loop above it) and backs all three.
-  const Einsum e = make_conv("conv", conv_shape(8, 32, 1, 6));
+  const Einsum e = conv("conv", "a", 8, 32, 1, 6, 3, 1, 1);
   const Core& c = a.cores[2];
   REQUIRE(c.levels.size() == 4);
   REQUIRE(c.levels[2].name == "sram_2MB");
@@ -214,7 +189,7 @@ TEST_CASE("tile cost: operands that do not fit go off-chip, largest first") {
 TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets more operands off-chip") {
   Architecture a = load_architecture("tpu_like_quad_core");
   a.cores[0].levels[2].entries = 2600;
-  const Workload w = finalized({source("x", "a", 8, 6, 6), make_conv("conv", conv_shape(8, 32, 6, 6), "a", "w", "o")});
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
   const TileSet ts = rows(w);
   const std::vector<int> core(ts.tiles.size(), 0);
   TileCostStats st;
