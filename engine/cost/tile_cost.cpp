@@ -373,7 +373,7 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
                                                  tiles.tiles[static_cast<size_t>(t)].sub_id, base.name);
       if (!base.can_run(layer.op))
         throw InputError({}, "allocation",
-                         fmt::format("{}: the core cannot run a {} operator", what[static_cast<size_t>(k)],
+                         fmt::format("{}: the core cannot run {} operators", what[static_cast<size_t>(k)],
                                      to_string(layer.op)));
       const Einsum e = tile_einsum(w, tiles, t);
       const TensorMask off = stream_offchip(e, core_for(base, e), tiles.tile_accesses(t));

@@ -105,6 +105,39 @@ TEST_CASE("tile cost: a CT's cost is the exhaustive mapper's on the CT-sized Ein
   }
 }
 
+TEST_CASE("tile cost: Table 3 cores keep weights in W_mem and activations in Act_mem") {
+  const Architecture a = load_architecture("stream_t3_4c_1ws");  // its cores run MACs only
+  const Workload w = finalized({conv("conv0", "x", 4, 4, 4, 4, 3, 1, 1), conv("conv", "conv0", 4, 8, 4, 4, 3, 1, 1)});
+  const TileSet ts = rows(w);
+  REQUIRE(ts.tiles.size() == 8);
+  const int tile = ts.layer_first[1] + 2;
+  const Einsum e = conv("conv", "a", 4, 8, 1, 4, 3, 1, 1);
+  for (int ci : {0, 1}) {  // the WS core, an OS core
+    CAPTURE(ci);
+    const Core& c = a.cores[static_cast<size_t>(ci)];
+    const int L = static_cast<int>(c.levels.size());
+    const int wm = c.level_index("W_mem"), am = c.level_index("Act_mem");
+    REQUIRE(wm == L - 2);
+    REQUIRE(am == L - 3);
+    // By hand: weights (tensor 0) whole in W_mem, inputs and outputs (1, 2) whole in Act_mem; no
+    // loop above Act_mem over a rank the activations use (all of them), none at DRAM at all.
+    Mapspace space;
+    space.levels.resize(static_cast<size_t>(L));
+    space.levels[static_cast<size_t>(wm)].keep = 0b001;
+    space.levels[static_cast<size_t>(am)].keep = 0b110;
+    for (int l : {wm, L - 1}) space.levels[static_cast<size_t>(l)].max_factor.assign(e.ranks.size(), int64_t{1});
+    ExhaustiveOptions xo;
+    xo.onchip_backing = 0b111;
+    const MapperResult r = exhaustive_search(e, c, space, xo);
+    REQUIRE(!r.pareto.empty());
+    const std::vector<int> core(ts.tiles.size(), ci);
+    const TileCost tc = map_tile_costs(w, ts, a, core, {})[static_cast<size_t>(tile)];
+    CHECK(!tc.any_offchip());
+    CHECK(tc.latency_cc == r.pareto.back().cycles);
+    CHECK(tc.onchip_energy_pj == r.pareto.back().energy_pj);
+  }
+}
+
 TEST_CASE("tile cost: each unique (CT shape, core) is mapped once; identical layers share") {
   const Architecture a = load_architecture("tpu_like_quad_core");
   const Workload w = two_conv_chain();
@@ -227,7 +260,7 @@ TEST_CASE("tile cost: bad allocations and CTs that cannot be mapped") {
   const std::string pool = message(a, {a.node_index("pooling_4")});
   CHECK(pool.find("mm") != std::string::npos);
   CHECK(pool.find("pooling_4") != std::string::npos);
-  CHECK(pool.find("cannot run a mac") != std::string::npos);
+  CHECK(pool.find("cannot run mac operators") != std::string::npos);
   CHECK(message(a, {17}).find("core 17 does not exist") != std::string::npos);
   CHECK(message(a, {0, 0}).find("2 cores given for 1 CTs") != std::string::npos);
   // A 1-word SRAM that must keep every role: no mapping fits even with all operands off-chip.
