@@ -118,7 +118,6 @@ struct KeyResult {
   int64_t mapper_calls = 0, evaluated = 0;
 };
 
-
 // Homes (the outermost on-chip level that may keep each operand's role; -1: none, so DRAM) and
 // Stream's rule: per home memory, while the operands homed there do not fit together (their box
 // values against entries / multiple_buffering), the largest (the first in tensor order on a tie)
