@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/arch/arch_toml.hpp"
-#include "engine/cost/tile_cost.hpp"
+#include "engine/search/stream/tile_costs.hpp"
 #include "engine/workload/onnx_import.hpp"
 
 using namespace mapfuse;

@@ -6,7 +6,7 @@
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
-#include "engine/cost/tile_cost.hpp"
+#include "engine/search/stream/tile_costs.hpp"
 #include "engine/search/exhaustive.hpp"
 #include "tile_workloads.hpp"
 

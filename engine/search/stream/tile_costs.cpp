@@ -1,4 +1,4 @@
-#include "engine/cost/tile_cost.hpp"
+#include "engine/search/stream/tile_costs.hpp"
 
 #include <fmt/format.h>
 
@@ -317,7 +317,7 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
 
 }  // namespace
 
-Einsum tile_einsum(const Workload& w, const TileSet& tiles, int tile) {
+Einsum ct_einsum(const Workload& w, const TileSet& tiles, int tile) {
   const Tile& t = tiles.tiles.at(static_cast<size_t>(tile));
   Einsum e = w.einsums.at(static_cast<size_t>(t.layer));
   const auto rr = tiles.rank_ranges(tile);
@@ -374,7 +374,7 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
         throw InputError({}, "allocation",
                          fmt::format("{}: the core cannot run {} operators", what[static_cast<size_t>(k)],
                                      to_string(layer.op)));
-      const Einsum e = tile_einsum(w, tiles, t);
+      const Einsum e = ct_einsum(w, tiles, t);
       const TensorMask off = stream_offchip(e, core_for(base, e), tiles.tile_accesses(t));
       std::string pk = tile_key(layer, tiles, t, core_class[static_cast<size_t>(c)], false);
       pk += static_cast<char>(off);
@@ -392,7 +392,7 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
     const int t = first_tile[static_cast<size_t>(k)];
     try {
       results[static_cast<size_t>(p)] =
-          map_one(tile_einsum(w, tiles, t), a.cores[static_cast<size_t>(core_of_tile[static_cast<size_t>(t)])],
+          map_one(ct_einsum(w, tiles, t), a.cores[static_cast<size_t>(core_of_tile[static_cast<size_t>(t)])],
                   problem_off[static_cast<size_t>(p)], opt, what[static_cast<size_t>(k)]);
     } catch (...) {
       errors[static_cast<size_t>(p)] = std::current_exception();
