@@ -179,6 +179,9 @@ UnitResult run_optimize_network(const WorkUnit& unit) {
     for (int i : g) groups.back().push_back(res.layers[i]);
   }
   r.columns.push_back(UnitColumn::of_text("fused_groups", fused_groups_text(groups)));
+  // The exact network model prices the MAC layers only: the report compares like with like by it.
+  r.columns.push_back(UnitColumn::of_integer(
+      "einsums_priced", std::count_if(w.einsums.begin(), w.einsums.end(), [](const Einsum& e) { return e.op == OpKind::Mac; })));
   for (const TracePoint& t : res.trace) r.trace.push_back({t.seconds, t.evaluations, t.best_edp});
   return r;
 }
@@ -292,6 +295,7 @@ UnitResult run_ffm_baseline(const WorkUnit& unit) {
   r.edp = b.energy_pj * b.cycles;
   r.best_mapping = to_text(b.tree, s.w, s.core());
   r.columns.push_back(UnitColumn::of_text("fused_groups", fused_groups_text(b.tree, s.w)));
+  r.columns.push_back(UnitColumn::of_integer("einsums_priced", static_cast<int64_t>(s.w.einsums.size())));
   for (const auto& t : b.trace) r.trace.push_back({t.seconds, t.evaluations, t.best});
   return r;
 }
@@ -303,7 +307,9 @@ const std::string& result_producer() {
 
 void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
                         const std::function<void(const UnitResult&)>& append) {
-  if (std::find(study.method.names.begin(), study.method.names.end(), "ffm") == study.method.names.end()) return;
+  const auto& names = study.method.names;
+  if (std::find(names.begin(), names.end(), "ffm") == names.end() && std::find(names.begin(), names.end(), "ffm_unfused") == names.end())
+    return;
   // The generation units of each (point, workload), from the partition (deterministic).
   struct Group {
     nlohmann::json payload;  // of its first unit: what the join needs
@@ -322,7 +328,8 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
     auto [it, fresh] = groups.try_emplace(k);
     if (fresh) {
       it->second.payload = p;
-      it->second.label = ffm_join_label(p.at("workload_label").get<std::string>(), p.at("arch").get<std::string>());
+      it->second.label = ffm_join_label(p.at("workload_label").get<std::string>(), p.at("arch").get<std::string>(),
+                                        p.value("method", std::string("ffm")));
       for (UnitColumn c : u.columns) {
         if (c.name == "einsum_index" || c.name == "slice") continue;
         if (c.name == "einsum") c.text.clear();
@@ -386,6 +393,7 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
                                    generation, g.ids.size(), r.wall_seconds, kept, f.pareto.size(), to_string(s.objective)) +
                        to_text(best->tree, s.w, s.core());
       r.columns.push_back(UnitColumn::of_text("fused_groups", fused_groups_text(best->tree, s.w)));
+      r.columns.push_back(UnitColumn::of_integer("einsums_priced", static_cast<int64_t>(s.w.einsums.size())));
       for (const ffm::FfmSolution& sol : f.pareto) r.pareto.push_back({sol.energy_pj, sol.cycles, to_text(sol.tree, s.w, s.core())});
     } catch (const std::exception& e) {
       r.status = UnitResult::Status::Failed;
