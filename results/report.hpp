@@ -77,9 +77,11 @@ std::vector<FusedMapperRow> fused_mapper_table(const StudyFile& s);
 // layers, each mapped alone on the single-Einsum model, totals summed), network optimizers
 // (optimize_network: the MAC layers on FADiff's exact network model, which without fusion is that
 // sum), FFM (ffm_join: every Einsum on the fused model), FFM with fusion off (ffm_unfused) and
-// FFM's baselines (ffm_baseline). Baselines: ffm_unfused for FFM's family, the layer mapper for
-// the network optimizers (and itself); a row whose baseline is missing or prices another number of
-// Einsums gets no ratio. Failed or incomplete runs are left out.
+// FFM's baselines (ffm_baseline); for a network optimizer's best run also a row "<method>_unfused":
+// the same mappings with every edge unfused (the unit's unfused_* columns). Baselines: ffm_unfused
+// for FFM's family, <method>_unfused for the network optimizers (the layer mapper in files without
+// those columns), the layer mapper for itself; a row whose baseline is missing or prices another
+// number of Einsums gets no ratio. Failed or incomplete runs are left out.
 struct HeadlineRow {
   std::string workload, arch, method;
   int runs = 0;  // seeds that finished
@@ -89,6 +91,7 @@ struct HeadlineRow {
   std::string baseline;         // the method edp_vs_layerwise is relative to; "" when none
   double edp_vs_layerwise = 0;  // edp / the baseline's; 0 when there is none
   std::string fused_groups;     // "none" when nothing is fused; "" when the unit did not say
+  double unfused_energy_pj = 0, unfused_cycles = 0;  // network optimizers: the run's mappings, nothing fused
 };
 std::vector<HeadlineRow> headline_table(const StudyFile& s);
 
