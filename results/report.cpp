@@ -218,10 +218,10 @@ std::vector<HeadlineRow> headline_table(const StudyFile& s) {
     offer(std::move(row));
   }
   // A network optimizer's best run with every edge unfused (same mappings, same model): what its
-  // fusion saved, in its own mapspace.
+  // fusion saved, in its own mapspace. Not for a run that fused nothing (DOSA-style never does).
   std::vector<HeadlineRow> unfused_rows;
   for (const auto& [key, row] : best)
-    if (row.model == "fadiff-exact" && row.unfused_energy_pj > 0 && row.unfused_cycles > 0)
+    if (row.model == "fadiff-exact" && row.unfused_energy_pj > 0 && row.unfused_cycles > 0 && row.fused_groups != "none")
       unfused_rows.push_back({row.workload, row.arch, row.method + "_unfused", row.runs, row.unfused_energy_pj, row.unfused_cycles,
                               row.unfused_energy_pj * row.unfused_cycles, row.einsums, row.model, "", 0,
                               "none (" + row.method + "'s mappings)"});

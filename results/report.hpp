@@ -77,8 +77,8 @@ std::vector<FusedMapperRow> fused_mapper_table(const StudyFile& s);
 // layers, each mapped alone on the single-Einsum model, totals summed), network optimizers
 // (optimize_network: the MAC layers on FADiff's exact network model, which without fusion is that
 // sum), FFM (ffm_join: every Einsum on the fused model), FFM with fusion off (ffm_unfused) and
-// FFM's baselines (ffm_baseline); for a network optimizer's best run also a row "<method>_unfused":
-// the same mappings with every edge unfused (the unit's unfused_* columns). Baselines: ffm_unfused
+// FFM's baselines (ffm_baseline); for a network optimizer's best run that fused something also a
+// row "<method>_unfused": the same mappings with every edge unfused (the unit's unfused_* columns). Baselines: ffm_unfused
 // for FFM's family, <method>_unfused for the network optimizers (the layer mapper in files without
 // those columns), the layer mapper for itself; a row whose baseline is missing or prices another
 // number of Einsums gets no ratio. Failed or incomplete runs are left out.

@@ -469,6 +469,7 @@ TEST_CASE("report: the headline divides only prices of the same Einsums on the s
                unit("optimize_network", "other @ g fadiff seed 1", 1, 1, 2, "none")};  // no baseline
   for (int i : {0, 1}) f.results[i].columns.push_back(UnitColumn::of_text("method", "exhaustive"));
   // "other"'s FADiff run with its mappings re-priced unfused (2 pJ x 1 cycle): its own baseline.
+  f.results[6].columns.front().text = "a+b";
   f.results[6].columns.push_back(UnitColumn::of_real("unfused_energy_pj", 2));
   f.results[6].columns.push_back(UnitColumn::of_real("unfused_cycles", 1));
   const std::vector<HeadlineRow> h = headline_table(f);
@@ -495,6 +496,9 @@ TEST_CASE("report: the headline divides only prices of the same Einsums on the s
   CHECK(h[6].method == "fadiff");
   CHECK(h[6].baseline == "fadiff_unfused");
   CHECK(h[6].edp_vs_layerwise == doctest::Approx(0.5));
+  // A run that fused nothing gets no unfused row (it would repeat the run).
+  f.results[6].columns.front().text = "none";
+  CHECK(headline_table(f).size() == 6);
   // FFM priced on a different number of Einsums than its unfused run: no ratio.
   f.results[3].columns.back().integer = 2;
   for (const HeadlineRow& r : headline_table(f))
