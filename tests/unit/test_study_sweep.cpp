@@ -1,6 +1,7 @@
 // Architecture sweeps in studies (partitioners/study, engine/arch/arch_sweep), grouping of
 // identical layers into one unit, and the sweep parts of the report (results/report).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -505,4 +506,21 @@ TEST_CASE("report: the headline divides only prices of the same Einsums on the s
     if (r.method == "ffm") CHECK(r.edp_vs_layerwise == 0);
   const std::string md = report_markdown(f);
   CHECK(md.find("| net | g | ffm_sa | 1 | 3 | ffm-fused | 18 | 200 | 3600 | - | none |") != std::string::npos);
+}
+
+TEST_CASE("report: the headline summarises a long list of fused groups") {
+  UnitResult r;
+  r.kind = "ffm_join";
+  r.unit_id = r.label = "net @ g ffm";
+  r.energy_pj = 2;
+  r.cycles = 3;
+  r.edp = 6;
+  std::string groups;
+  for (int i = 0; i < 20; ++i) groups += fmt::format("{}layer{}.a+layer{}.b", i ? "; " : "", i, i);  // 20 groups, 40 Einsums
+  r.columns = {UnitColumn::of_text("fused_groups", groups), UnitColumn::of_integer("einsums_priced", 40)};
+  StudyFile f;
+  f.results = {r};
+  const std::string md = report_markdown(f);
+  CHECK(md.find("| 20 groups of 40 Einsums: layer0.a+layer0.b; ... (all: --csv, fused_groups) |") != std::string::npos);
+  CHECK(headline_table(f).at(0).fused_groups == groups);  // the row keeps them all
 }
