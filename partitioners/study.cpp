@@ -289,7 +289,7 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
   if (s.architectures.empty()) r.fail("architecture", "the study has no [[architecture]]: nothing to run");
   if (auto m = r.opt_table("method")) {
     const std::vector<std::string> known = {"random", "exhaustive", "fadiff", "dosa", "ga", "bo",
-                                            "ffm", "ffm_sa", "ffm_ga", "ffm_random"};
+                                            "ffm", "ffm_unfused", "ffm_sa", "ffm_ga", "ffm_random"};
     if (m->has("name") && doc["method"]["name"].is_array()) {
       s.method.names = m->str_list("name");
       if (s.method.names.empty()) m->fail("name", "empty: the study would run nothing");
@@ -300,7 +300,7 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     for (const std::string& n : s.method.names) {
       if (std::find(known.begin(), known.end(), n) == known.end())
         m->fail("name", "unknown method '" + n + "'; expected random or exhaustive (layer mappers), fadiff, dosa, ga, bo "
-                        "(network optimizers), or ffm, ffm_sa, ffm_ga, ffm_random (fused mappers)" + did_you_mean(n, known));
+                        "(network optimizers), or ffm, ffm_unfused, ffm_sa, ffm_ga, ffm_random (fused mappers)" + did_you_mean(n, known));
       if (!seen.insert(n).second) m->fail("name", "method '" + n + "' listed twice");
     }
     // One study may compare families (layer by layer, network optimizers, fused mappers: the
@@ -309,7 +309,7 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     if (std::count_if(s.method.names.begin(), s.method.names.end(),
                       [](const std::string& n) { return !is_network_method(n) && !is_fused_method(n); }) > 1)
       m->fail("name", "random and exhaustive (layer mappers) cannot be listed together; list one of them, with any "
-                      "network optimizers (fadiff, dosa, ga, bo) and fused mappers (ffm, ffm_sa, ffm_ga, ffm_random)");
+                      "network optimizers (fadiff, dosa, ga, bo) and fused mappers (ffm, ffm_unfused, ffm_sa, ffm_ga, ffm_random)");
     s.method.name = s.method.names.front();
     if (auto t = m->opt_number("time_budget_s")) {
       if (!(*t > 0) || !std::isfinite(*t)) m->fail("time_budget_s", "must be a positive number of seconds");
@@ -393,11 +393,11 @@ bool is_network_method(const std::string& name) {
 }
 
 bool is_fused_method(const std::string& name) {
-  return name == "ffm" || name == "ffm_sa" || name == "ffm_ga" || name == "ffm_random";
+  return name == "ffm" || name == "ffm_unfused" || name == "ffm_sa" || name == "ffm_ga" || name == "ffm_random";
 }
 
-std::string ffm_join_label(const std::string& workload, const std::string& point) {
-  return workload + " @ " + point + " ffm";
+std::string ffm_join_label(const std::string& workload, const std::string& point, const std::string& method) {
+  return workload + " @ " + point + " " + method;
 }
 
 std::string get_label(const std::string& network, const std::string& scheme, double buffer_kb, const std::string& search,
@@ -470,10 +470,23 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, const std::vector<st
         if (m.nested_loops > 0) base["nested_loops"] = m.nested_loops;
         if (!m.resident) base["resident"] = false;
         for (const std::string& method : methods) {
-          if (method == "ffm") {
+          if (method == "ffm" || method == "ffm_unfused") {
+            nlohmann::json exact = base;
+            if (method == "ffm_unfused") {
+              // Every Einsum alone, whatever the study fixes for "ffm": the layer-by-layer optimum
+              // on the same Einsums, mapspace and cost model. "method" is in the payload (and so in
+              // the join's key) only here, so that the "ffm" units keep their ids.
+              exact["method"] = method;
+              exact["fusion"] = false;
+              exact["must_fuse"] = nlohmann::json::array();
+              exact["must_fuse_others"] = false;
+              exact["must_not_fuse"] = nlohmann::json::array();
+              exact.erase("nested_loops");
+              exact.erase("resident");
+            }
             for (size_t i = 0; i < einsums[wi].size(); ++i)
               for (int slice = 0; slice < m.context_slices; ++slice) {
-                nlohmann::json p = base;
+                nlohmann::json p = exact;
                 p["einsum"] = i;
                 p["einsum_name"] = einsums[wi][i].name;
                 p["slice"] = slice;
@@ -482,9 +495,9 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, const std::vector<st
                 u.kind = "ffm_pmappings";
                 u.payload = p.dump();
                 u.id = stable_id(u.kind + "\n" + u.payload);
-                u.label = fmt::format("{}/{} @ {} ffm slice {}/{}", workload_label(s, wi), einsums[wi][i].name, point.name, slice,
-                                      m.context_slices);
-                u.columns = parameter_columns(workload_label(s, wi), einsums[wi][i].name, point, "ffm", std::nullopt, m.objective);
+                u.label = fmt::format("{}/{} @ {} {} slice {}/{}", workload_label(s, wi), einsums[wi][i].name, point.name, method,
+                                      slice, m.context_slices);
+                u.columns = parameter_columns(workload_label(s, wi), einsums[wi][i].name, point, method, std::nullopt, m.objective);
                 u.columns.push_back(UnitColumn::of_integer("einsum_index", static_cast<int64_t>(i)));
                 u.columns.push_back(UnitColumn::of_integer("slice", slice));
                 u.cost_hint = einsums[wi][i].work / m.context_slices;

@@ -11,7 +11,7 @@
 //                     max_mappings = 200000000, group_identical = true
 //                   | name = "fadiff" | ["dosa", "bo", "ga", "fadiff"], time_budget_s = 10,
 //                     max_evaluations = 0, seeds = [1, 2]
-//                   | name = "ffm" | ["ffm", "ffm_sa", "ffm_ga", "ffm_random"], objective = "edp",
+//                   | name = "ffm" | ["ffm", "ffm_unfused", "ffm_sa", "ffm_ga", "ffm_random"], objective = "edp",
 //                     context_slices = 1, fusion = true, must_fuse = [...] | "others",
 //                     must_not_fuse = [...], max_memory_mib = 0, epsilon = 0, time_budget_s, max_evaluations, seeds
 //
@@ -73,8 +73,10 @@ bool is_network_method(const std::string& name);
 
 // Fused mappers of a whole workload on FFM's mapspace (engine/search/ffm): "ffm" (exact; its
 // pmapping generation is cut into "ffm_pmappings" units, one per (point, workload, Einsum, context
-// slice), joined by the runner into one "ffm_join" result per (point, workload)) and its
-// baselines "ffm_sa", "ffm_ga", "ffm_random" (one "ffm_baseline" unit per seed).
+// slice), joined by the runner into one "ffm_join" result per (point, workload)), "ffm_unfused"
+// (the same with fusion off and no fixed fusion decisions: the exact layer-by-layer optimum of
+// the same Einsums on the same mapspace and cost model, the baseline fusion is measured against)
+// and its baselines "ffm_sa", "ffm_ga", "ffm_random" (one "ffm_baseline" unit per seed).
 bool is_fused_method(const std::string& name);
 
 struct StudyMethod {
@@ -158,8 +160,8 @@ std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of);
 // The label of a map_layer unit: "<workload>/<layer> @ <point>[ seed <s>]", the layer part written
 // "{a,b,c}" when the unit stands for several layers (results/report.cpp reads it back).
 // The label of an optimize_network or ffm_baseline unit: "<workload> @ <point> <method> seed <s>".
-// The label of an ffm_pmappings unit: "<workload>/<einsum> @ <point> ffm slice <j>/<n>"; of the
-// joined result: ffm_join_label = "<workload> @ <point> ffm".
+// The label of an ffm_pmappings unit: "<workload>/<einsum> @ <point> <method> slice <j>/<n>"; of
+// the joined result: ffm_join_label = "<workload> @ <point> <method>" (method ffm or ffm_unfused).
 // The parameter columns units start from (docs/results.md, "Parameter columns"): workload, einsum
 // ("" for a whole network; a unit standing for identical layers lists them "a,b,c"), arch (the
 // point's name), method, seed (when the method has one), objective, then the value of each sweep
@@ -169,7 +171,7 @@ std::vector<UnitColumn> parameter_columns(const std::string& workload, const std
 
 std::string network_label(const std::string& workload, const std::string& point, const std::string& method, uint64_t seed);
 
-std::string ffm_join_label(const std::string& workload, const std::string& point);
+std::string ffm_join_label(const std::string& workload, const std::string& point, const std::string& method);
 
 // The label of a get_partition unit: "get <network> <scheme> <buffer>KB <search>[+<split>] b<budget>
 // seed <s>" ("exact" units: "get <network> <scheme> <buffer>KB exact"); results/report.cpp reads

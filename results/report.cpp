@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <algorithm>
 #include <map>
 #include <regex>
@@ -146,12 +147,30 @@ std::string column_text(const UnitResult& r, const char* name) {
   return c && c->type == UnitColumn::Type::Text ? c->text : std::string();
 }
 
-// Methods in the headline: the layer mapper first, then the others from layer-wise to fused.
+// Methods in the headline: the layer mapper first, then the others from layer-wise to fused; a
+// method's "_unfused" row just before it.
 int method_rank(const std::string& m) {
   static const char* const order[] = {"exhaustive", "random", "dosa", "bo", "ga", "fadiff", "ffm_random", "ffm_sa", "ffm_ga", "ffm"};
+  const bool unfused = m.ends_with("_unfused");
+  const std::string base = unfused ? m.substr(0, m.size() - 8) : m;
   for (int i = 0; i < static_cast<int>(std::size(order)); ++i)
-    if (m == order[i]) return i;
-  return static_cast<int>(std::size(order));
+    if (base == order[i]) return 2 * i + (unfused ? 0 : 1);
+  return 2 * static_cast<int>(std::size(order));
+}
+
+double column_real(const UnitResult& r, const char* name) {
+  const UnitColumn* c = find_column(r.columns, name);
+  return c && c->type == UnitColumn::Type::Real ? c->real : 0;
+}
+
+// The headline stays short: a long list of groups (FADiff on MobileNetV2: 13 chains, 1,200
+// characters) becomes its count, the Einsums in them and the first group; the CSV has them all.
+std::string groups_summary(const std::string& groups) {
+  if (groups.size() <= 120) return groups;
+  size_t n = 1, einsums = 1;
+  for (char c : groups) n += c == ';', einsums += c == ';' || c == '+';
+  const std::string first = groups.substr(0, groups.find(';'));
+  return fmt::format("{} groups of {} Einsums: {}; ... (all: --csv, fused_groups)", n, einsums, first);
 }
 
 }  // namespace
@@ -159,7 +178,6 @@ int method_rank(const std::string& m) {
 std::vector<HeadlineRow> headline_table(const StudyFile& s) {
   // (workload, arch, method) -> best run
   std::map<std::tuple<std::string, std::string, std::string>, HeadlineRow> best;
-  std::set<std::tuple<std::string, std::string, std::string>> layerwise;
   auto offer = [&](HeadlineRow row) {
     HeadlineRow& b = best[{row.workload, row.arch, row.method}];
     const int runs = b.runs + 1;
@@ -179,13 +197,14 @@ std::vector<HeadlineRow> headline_table(const StudyFile& s) {
   const std::vector<NetworkTotal> totals = network_totals(s);
   std::map<std::string, int> most;
   for (const NetworkTotal& t : totals) most[t.workload] = std::max(most[t.workload], t.layers);
+  std::map<std::pair<std::string, std::string>, std::string> layer_baseline;  // (workload, arch) -> method
   for (const NetworkTotal& t : totals) {
     if (t.layers < most[t.workload]) continue;
     const std::string m = layer_method[t.workload + "|" + t.arch];
-    layerwise.insert({t.workload, t.arch, m});
-    offer({t.workload, t.arch, m, 0, t.energy_pj, t.cycles, t.edp(), 0, "none (layer by layer)"});
+    layer_baseline[{t.workload, t.arch}] = m;
+    offer({t.workload, t.arch, m, 0, t.energy_pj, t.cycles, t.edp(), t.layers, "per-layer", "", 0, "none (layer by layer)"});
   }
-  static const std::regex join_label(R"(^(\S+) @ (\S+) ffm$)");
+  static const std::regex join_label(R"(^(\S+) @ (\S+) (ffm|ffm_unfused)$)");
   for (const UnitResult& r : s.results) {
     if (r.status != UnitResult::Status::Done || !(r.edp > 0)) continue;
     HeadlineRow row;
@@ -194,19 +213,45 @@ std::vector<HeadlineRow> headline_table(const StudyFile& s) {
     if ((r.kind == "optimize_network" || r.kind == "ffm_baseline") && parse_network_label(r.label, l))
       row = {l.workload, l.arch, l.method};
     else if (r.kind == "ffm_join" && std::regex_match(r.label, m, join_label))
-      row = {m[1].str(), m[2].str(), "ffm"};
+      row = {m[1].str(), m[2].str(), m[3].str()};
     else
       continue;
     row.energy_pj = r.energy_pj;
     row.cycles = r.cycles;
     row.edp = r.edp;
+    row.model = r.kind == "optimize_network" ? "fadiff-exact" : "ffm-fused";
+    if (const UnitColumn* c = find_column(r.columns, "einsums_priced"); c && c->type == UnitColumn::Type::Integer)
+      row.einsums = static_cast<int>(c->integer);
     row.fused_groups = column_text(r, "fused_groups");
+    row.unfused_energy_pj = column_real(r, "unfused_energy_pj");
+    row.unfused_cycles = column_real(r, "unfused_cycles");
     offer(std::move(row));
   }
+  // A network optimizer's best run with every edge unfused (same mappings, same model): what its
+  // fusion saved, in its own mapspace. Not for a run that fused nothing (DOSA-style never does).
+  std::vector<HeadlineRow> unfused_rows;
+  for (const auto& [key, row] : best)
+    if (row.model == "fadiff-exact" && row.unfused_energy_pj > 0 && row.unfused_cycles > 0 && row.fused_groups != "none")
+      unfused_rows.push_back({row.workload, row.arch, row.method + "_unfused", row.runs, row.unfused_energy_pj, row.unfused_cycles,
+                              row.unfused_energy_pj * row.unfused_cycles, row.einsums, row.model, "", 0,
+                              "none (" + row.method + "'s mappings)"});
+  for (HeadlineRow& r : unfused_rows) best[{r.workload, r.arch, r.method}] = std::move(r);
   std::vector<HeadlineRow> out;
   for (auto& [key, row] : best) {
-    for (const auto& [w, a, m] : layerwise)
-      if (w == row.workload && a == row.arch) row.edp_vs_layerwise = row.edp / best.at({w, a, m}).edp;
+    // Like with like: FFM's family against FFM with fusion off, the rest against the layer mapper
+    // (whose model FADiff's exact network model equals when nothing is fused), and only on the
+    // same number of Einsums.
+    std::string base;
+    if (row.model == "ffm-fused") base = "ffm_unfused";
+    else if (row.model == "fadiff-exact") base = row.method.ends_with("_unfused") ? row.method : row.method + "_unfused";
+    if (!best.count({row.workload, row.arch, base}))  // e.g. a file from before the unfused columns
+      if (const auto it = layer_baseline.find({row.workload, row.arch}); it != layer_baseline.end() && row.model != "ffm-fused")
+        base = it->second;
+    const auto b = best.find({row.workload, row.arch, base});
+    if (b != best.end() && b->second.einsums == row.einsums && row.einsums > 0) {
+      row.baseline = base;
+      row.edp_vs_layerwise = row.edp / b->second.edp;
+    }
     out.push_back(row);
   }
   std::stable_sort(out.begin(), out.end(), [](const HeadlineRow& a, const HeadlineRow& b) {
@@ -284,17 +329,22 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
   const auto headline = headline_table(s);
   if (!headline.empty()) {
     out += "## Headline: best run per network, architecture and method (lowest network EDP over seeds)\n\n"
-           "| workload | architecture | method | runs | energy_pj | cycles | EDP | EDP vs layer by layer | fused groups |\n"
-           "|---|---|---|---|---|---|---|---|---|\n";
+           "| workload | architecture | method | runs | Einsums | cost model | energy_pj | cycles | EDP | EDP vs layer by layer | fused groups |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (const HeadlineRow& r : headline)
-      out += fmt::format("| {} | {} | {} | {} | {:.4g} | {:.4g} | {:.4g} | {} | {} |\n", r.workload, r.arch, r.method, r.runs,
-                         r.energy_pj, r.cycles, r.edp,
-                         r.edp_vs_layerwise > 0 ? fmt::format("{:.3f}x", r.edp_vs_layerwise) : std::string("-"),
-                         r.fused_groups.empty() ? "-" : r.fused_groups);
-    const bool layerwise = std::any_of(headline.begin(), headline.end(), [](const HeadlineRow& r) { return r.edp_vs_layerwise > 0; });
-    if (layerwise && headline.size() > 1)
-      out += "\nLayer by layer sums the MAC layers it maps, one after another; FFM prices every Einsum of the network "
-             "(additions and pooling too) and FADiff the layers it models, so their ratios also count what only they price.\n";
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {:.4g} | {} | {} |\n", r.workload, r.arch, r.method, r.runs,
+                         r.einsums > 0 ? std::to_string(r.einsums) : std::string("-"), r.model, r.energy_pj, r.cycles, r.edp,
+                         r.edp_vs_layerwise > 0 ? fmt::format("{:.3f}x ({})", r.edp_vs_layerwise, r.baseline) : std::string("-"),
+                         r.fused_groups.empty() ? "-" : groups_summary(r.fused_groups));
+    const bool ratios = std::any_of(headline.begin(), headline.end(), [](const HeadlineRow& r) { return r.edp_vs_layerwise > 0; });
+    if (ratios && headline.size() > 1)
+      out += "\nEach ratio divides by the unfused run (in brackets) that prices the same Einsums with the same cost model. "
+             "per-layer: each MAC layer's optimum on the single-Einsum model, summed. ffm-fused: FFM's fused model of every "
+             "Einsum (additions and pooling too), against ffm_unfused, FFM's exact optimum with every Einsum alone (same "
+             "mapspace). fadiff-exact: FADiff's exact network model of the MAC layers (with nothing fused, the single-Einsum "
+             "model summed), against <method>_unfused, the same run's mappings with every edge unfused; FADiff searches its "
+             "own encoding of the mapspace, without the study's constraint file. Rows on different Einsums, models or "
+             "mapspaces are not ratios of each other.\n";
     out += "\n";
   }
   if (!options.csv_hint.empty()) out += options.csv_hint + "\n\n";
@@ -381,9 +431,20 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
 std::string report_csv(const StudyFile& s) {
   // The parameter columns as in the HDF5 file's /units; a cell a unit does not give is empty.
   const std::vector<UnitColumn> columns = table_columns(s.results);
+  // Named metrics (GET-fusion units: dram_mb, groups, valid_share, ...) as columns after the fixed
+  // fields, in the order they first appear; a name that repeats a column's gets "metric_" before it.
+  std::vector<std::string> metrics;
+  for (const UnitResult& r : s.results)
+    for (const UnitResult::Metric& m : r.metrics)
+      if (std::find(metrics.begin(), metrics.end(), m.name) == metrics.end()) metrics.push_back(m.name);
+  std::set<std::string> taken = {"id", "kind", "label", "status", "message", "rank", "wall_seconds",
+                                 "energy_pj", "cycles", "edp", "best_mapping"};
+  for (const UnitColumn& c : columns) taken.insert(c.name);
   std::string out = "id,kind,label";
   for (const UnitColumn& c : columns) out += "," + csv_field(c.name);
-  out += ",status,message,rank,wall_seconds,energy_pj,cycles,edp,best_mapping\n";
+  out += ",status,message,rank,wall_seconds,energy_pj,cycles,edp,best_mapping";
+  for (const std::string& m : metrics) out += "," + csv_field(taken.count(m) ? "metric_" + m : m);
+  out += "\n";
   for (const UnitResult& r : s.results) {
     out += fmt::format("{},{},{}", r.unit_id, r.kind, csv_field(r.label));
     for (const UnitColumn& spec : columns) {
@@ -396,6 +457,14 @@ std::string report_csv(const StudyFile& s) {
     }
     out += fmt::format(",{},{},{},{},{},{},{},{}\n", r.status == UnitResult::Status::Done ? "done" : "failed", csv_field(r.message),
                        r.rank, r.wall_seconds, r.energy_pj, r.cycles, r.edp, csv_field(r.best_mapping));
+    if (!metrics.empty()) {
+      out.pop_back();  // the row goes on with its metrics
+      for (const std::string& m : metrics) {
+        const double v = r.metric(m, std::numeric_limits<double>::quiet_NaN());
+        out += std::isnan(v) ? std::string(",") : fmt::format(",{}", v);  // missing or undefined: an empty cell
+      }
+      out += "\n";
+    }
   }
   return out;
 }

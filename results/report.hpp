@@ -72,16 +72,27 @@ struct FusedMapperRow {
 std::vector<FusedMapperRow> fused_mapper_table(const StudyFile& s);
 
 // The headline: per (workload, architecture) and method, the run with the lowest network EDP
-// (over seeds): its energy, latency and EDP, its EDP relative to the layer-by-layer mapper's
-// (each layer mapped alone, network totals summed; when the study has one) and the fusion groups
-// it chose. Methods: the layer mapper (map_layer units), network optimizers (optimize_network),
-// FFM (ffm_join) and its baselines (ffm_baseline); failed or incomplete runs are left out.
+// (over seeds): its energy, latency and EDP, how many Einsums and which cost model that price
+// covers, its EDP relative to the layer-by-layer baseline that prices the same Einsums with the
+// same model, and the fusion groups it chose. Methods: the layer mapper (map_layer units: the MAC
+// layers, each mapped alone on the single-Einsum model, totals summed), network optimizers
+// (optimize_network: the MAC layers on FADiff's exact network model, which without fusion is that
+// sum), FFM (ffm_join: every Einsum on the fused model), FFM with fusion off (ffm_unfused) and
+// FFM's baselines (ffm_baseline); for a network optimizer's best run that fused something also a
+// row "<method>_unfused": the same mappings with every edge unfused (the unit's unfused_* columns). Baselines: ffm_unfused
+// for FFM's family, <method>_unfused for the network optimizers (the layer mapper in files without
+// those columns), the layer mapper for itself; a row whose baseline is missing or prices another
+// number of Einsums gets no ratio. Failed or incomplete runs are left out.
 struct HeadlineRow {
   std::string workload, arch, method;
   int runs = 0;  // seeds that finished
   double energy_pj = 0, cycles = 0, edp = 0;
-  double edp_vs_layerwise = 0;  // edp / the layer mapper's best; 0 when there is none
+  int einsums = 0;              // Einsums the price covers; 0 when the unit did not say
+  std::string model;            // "per-layer", "fadiff-exact" or "ffm-fused"
+  std::string baseline;         // the method edp_vs_layerwise is relative to; "" when none
+  double edp_vs_layerwise = 0;  // edp / the baseline's; 0 when there is none
   std::string fused_groups;     // "none" when nothing is fused; "" when the unit did not say
+  double unfused_energy_pj = 0, unfused_cycles = 0;  // network optimizers: the run's mappings, nothing fused
 };
 std::vector<HeadlineRow> headline_table(const StudyFile& s);
 
@@ -98,6 +109,8 @@ struct ReportOptions {
 // The headline table, the method tables of the study's kinds, network totals of layer mappers,
 // the best point per network for sweeps (lowest network EDP), and with options.units every unit.
 std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep = {}, const ReportOptions& options = {});
+// One row per unit: id, kind, label, the parameter columns, the fixed fields, then one column per
+// named metric (GET-fusion units), empty where a unit has none (docs/results.md).
 std::string report_csv(const StudyFile& s);
 
 // Writes the plots (results/plots.py under /usr/bin/python3) into `dir`; returns the files. Given

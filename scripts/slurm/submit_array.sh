@@ -4,7 +4,7 @@
 # (--dependency=afterok). Prints the two job ids.
 #
 #   scripts/slurm/submit_array.sh STUDY OUT N [sbatch options for the array tasks...]
-#   scripts/slurm/submit_array.sh experiments/quickstart.toml out/quickstart.h5 8 --cpus-per-task=4 --time=1:00:00
+#   scripts/slurm/submit_array.sh experiments/gemmini_scaleup.toml out/gemmini_scaleup.h5 8 --cpus-per-task=4 --time=1:00:00
 #
 # Environment: MAPFUSE (default <submit dir>/build/cli/mapfuse), WAIT=1 to wait for the merge job
 # and exit with its status. A task that ends with failed units (exit 1) leaves the merge job

@@ -14,8 +14,9 @@ sed -e '0,/^name = .*/s//name = "report_test"/' -e 's/^layers = .*/layers = ["co
 "$bin" report "$tmp/s.h5" --plots "$tmp/plots" >"$tmp/report.md" 2>"$tmp/err"
 grep -q "^# Study report_test" "$tmp/report.md"
 grep -q "^## Headline" "$tmp/report.md"
-# The headline: one row per architecture (the random mapper, layer by layer, is its own baseline).
-[ "$(grep -c '^| resnet18 | [a-z_]* | random | 1 | .* | 1.000x | none (layer by layer) |$' "$tmp/report.md")" -eq 2 ]
+# The headline: one row per architecture (the random mapper, layer by layer, is its own baseline),
+# pricing the three layers on the per-layer model.
+[ "$(grep -c '^| resnet18 | [a-z_]* | random | 1 | 3 | per-layer | .* | 1.000x (random) | none (layer by layer) |$' "$tmp/report.md")" -eq 2 ]
 [ "$(grep -c '^| resnet18/' "$tmp/report.md")" -eq 0 ]                 # no unit rows by default
 grep -q -- "--csv" "$tmp/report.md"                                    # points to the full table
 [ "$(grep -c '^| resnet18 | ' "$tmp/report.md")" -eq 4 ]              # headline + network totals

@@ -1,6 +1,7 @@
 // Architecture sweeps in studies (partitioners/study, engine/arch/arch_sweep), grouping of
 // identical layers into one unit, and the sweep parts of the report (results/report).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <fstream>
@@ -401,4 +402,125 @@ seeds = [7]
   CHECK(std::count_if(units.begin(), units.end(), [&](const WorkUnit& u) { return u.id == alone[0].id; }) == 1);
   CHECK_THROWS_AS(parse_study(replace(text, R"(["exhaustive", "fadiff", "ffm"])", R"(["exhaustive", "random"])"), "cols.toml"),
                   InputError);
+}
+
+TEST_CASE("study: ffm_unfused is FFM with fusion off, beside ffm whose units keep their ids") {
+  const std::string text = R"(name = "unf"
+[[workload]]
+spec = "net"
+layers = ["a1", "b", "c"]
+[[architecture]]
+spec = "gemmini_default"
+[method]
+name = ["ffm", "ffm_unfused"]
+must_fuse = "others"
+nested_loops = 1
+)";
+  const std::vector<WorkUnit> both = partition_study(parse_study(text, "unf.toml"), &fake_layers);
+  const std::vector<WorkUnit> ffm = partition_study(parse_study(replace(text, R"(["ffm", "ffm_unfused"])", R"("ffm")"), "unf.toml"),
+                                                    &fake_layers);
+  REQUIRE(both.size() == 6);
+  REQUIRE(ffm.size() == 3);
+  std::set<std::string> ids;
+  for (const WorkUnit& u : both) ids.insert(u.id);
+  CHECK(ids.size() == 6);
+  for (const WorkUnit& u : ffm) CHECK(ids.count(u.id) == 1);  // the ffm units are unchanged
+  int unfused = 0;
+  for (const WorkUnit& u : both) {
+    CHECK(u.kind == "ffm_pmappings");
+    const bool off = u.label.find(" ffm_unfused slice ") != std::string::npos;
+    const UnitColumn* m = find_column(u.columns, "method");
+    REQUIRE(m);
+    CHECK(m->text == (off ? "ffm_unfused" : "ffm"));
+    if (!off) continue;
+    ++unfused;
+    // Every Einsum alone: none of the study's fusion decisions or nested loops apply.
+    CHECK(u.payload.find(R"("fusion":false)") != std::string::npos);
+    CHECK(u.payload.find(R"("must_fuse_others":false)") != std::string::npos);
+    CHECK(u.payload.find(R"("must_fuse":[])") != std::string::npos);
+    CHECK(u.payload.find("nested_loops") == std::string::npos);
+    CHECK(u.payload.find(R"("method":"ffm_unfused")") != std::string::npos);
+  }
+  CHECK(unfused == 3);
+  CHECK(ffm_join_label("net", "gemmini_default", "ffm_unfused") == "net @ gemmini_default ffm_unfused");
+}
+
+TEST_CASE("report: the headline divides only prices of the same Einsums on the same model") {
+  StudyFile f;
+  auto unit = [](std::string kind, std::string label, double e, double c, int einsums, std::string groups) {
+    UnitResult r;
+    r.kind = std::move(kind);
+    r.unit_id = label;
+    r.label = std::move(label);
+    r.energy_pj = e;
+    r.cycles = c;
+    r.edp = e * c;
+    if (einsums > 0) {
+      r.columns.push_back(UnitColumn::of_text("fused_groups", groups));
+      r.columns.push_back(UnitColumn::of_integer("einsums_priced", einsums));
+    }
+    return r;
+  };
+  // Two MAC layers (exhaustive: 10 x 100 + 5 x 50 -> 15 x 150); the network has 3 Einsums.
+  f.results = {unit("map_layer", "net/a @ g", 10, 100, 0, ""), unit("map_layer", "net/b @ g", 5, 50, 0, ""),
+               unit("optimize_network", "net @ g fadiff seed 1", 12, 150, 2, "a+b"),
+               unit("ffm_join", "net @ g ffm_unfused", 20, 200, 3, "none"),
+               unit("ffm_join", "net @ g ffm", 16, 200, 3, "a+b"),
+               unit("ffm_baseline", "net @ g ffm_sa seed 1", 18, 200, 3, "none"),
+               unit("optimize_network", "other @ g fadiff seed 1", 1, 1, 2, "none")};  // no baseline
+  for (int i : {0, 1}) f.results[i].columns.push_back(UnitColumn::of_text("method", "exhaustive"));
+  // "other"'s FADiff run with its mappings re-priced unfused (2 pJ x 1 cycle): its own baseline.
+  f.results[6].columns.front().text = "a+b";
+  f.results[6].columns.push_back(UnitColumn::of_real("unfused_energy_pj", 2));
+  f.results[6].columns.push_back(UnitColumn::of_real("unfused_cycles", 1));
+  const std::vector<HeadlineRow> h = headline_table(f);
+  REQUIRE(h.size() == 7);
+  std::map<std::string, HeadlineRow> by;
+  for (const HeadlineRow& r : h)
+    if (r.workload == "net") by[r.method] = r;
+  CHECK(h[0].workload == "net");
+  CHECK(h[0].method == "exhaustive");
+  CHECK(by.at("exhaustive").einsums == 2);
+  CHECK(by.at("exhaustive").edp_vs_layerwise == 1);
+  CHECK(by.at("fadiff").baseline == "exhaustive");
+  CHECK(by.at("fadiff").edp_vs_layerwise == doctest::Approx(12.0 * 150 / (15 * 150)));
+  CHECK(by.at("fadiff").model == "fadiff-exact");
+  CHECK(by.at("ffm").baseline == "ffm_unfused");
+  CHECK(by.at("ffm").edp_vs_layerwise == doctest::Approx(0.8));
+  CHECK(by.at("ffm_sa").edp_vs_layerwise == doctest::Approx(0.9));
+  CHECK(by.at("ffm_unfused").edp_vs_layerwise == 1);
+  CHECK(by.at("ffm").model == "ffm-fused");
+  // net's FADiff unit has no unfused columns (an older file): against the layer mapper instead.
+  CHECK(h[5].method == "fadiff_unfused");
+  CHECK(h[5].edp == 2);
+  CHECK(h[5].fused_groups == "none (fadiff's mappings)");
+  CHECK(h[6].method == "fadiff");
+  CHECK(h[6].baseline == "fadiff_unfused");
+  CHECK(h[6].edp_vs_layerwise == doctest::Approx(0.5));
+  // A run that fused nothing gets no unfused row (it would repeat the run).
+  f.results[6].columns.front().text = "none";
+  CHECK(headline_table(f).size() == 6);
+  // FFM priced on a different number of Einsums than its unfused run: no ratio.
+  f.results[3].columns.back().integer = 2;
+  for (const HeadlineRow& r : headline_table(f))
+    if (r.method == "ffm") CHECK(r.edp_vs_layerwise == 0);
+  const std::string md = report_markdown(f);
+  CHECK(md.find("| net | g | ffm_sa | 1 | 3 | ffm-fused | 18 | 200 | 3600 | - | none |") != std::string::npos);
+}
+
+TEST_CASE("report: the headline summarises a long list of fused groups") {
+  UnitResult r;
+  r.kind = "ffm_join";
+  r.unit_id = r.label = "net @ g ffm";
+  r.energy_pj = 2;
+  r.cycles = 3;
+  r.edp = 6;
+  std::string groups;
+  for (int i = 0; i < 20; ++i) groups += fmt::format("{}layer{}.a+layer{}.b", i ? "; " : "", i, i);  // 20 groups, 40 Einsums
+  r.columns = {UnitColumn::of_text("fused_groups", groups), UnitColumn::of_integer("einsums_priced", 40)};
+  StudyFile f;
+  f.results = {r};
+  const std::string md = report_markdown(f);
+  CHECK(md.find("| 20 groups of 40 Einsums: layer0.a+layer0.b; ... (all: --csv, fused_groups) |") != std::string::npos);
+  CHECK(headline_table(f).at(0).fused_groups == groups);  // the row keeps them all
 }
