@@ -9,7 +9,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.hpp"
-#include "engine/search/lane_batch.hpp"
+#include "engine/search/tile_search/tile_search.hpp"
 
 #include <omp.h>
 

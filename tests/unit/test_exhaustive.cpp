@@ -9,7 +9,7 @@
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/exhaustive.hpp"
-#include "engine/search/lane_batch.hpp"
+#include "engine/search/tile_search/tile_search.hpp"
 #include "engine/search/mapspace_toml.hpp"
 #include "engine/workload/load.hpp"
 #include "test_support.hpp"

@@ -16,7 +16,7 @@
 #include "engine/search/ffm/ffm.hpp"
 #include "engine/search/ffm/pmapping_io.hpp"
 #include "engine/workload/load.hpp"
-#include "engine/search/lane_batch.hpp"
+#include "engine/search/tile_search/tile_search.hpp"
 #include "ffm_criteria.hpp"
 #include "test_support.hpp"
 

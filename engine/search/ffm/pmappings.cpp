@@ -10,7 +10,7 @@
 
 #include "engine/common/error.hpp"
 #include "engine/search/ffm/pareto.hpp"
-#include "engine/search/lane_batch.hpp"
+#include "engine/search/tile_search/tile_search.hpp"
 #include "engine/search/mapspace.hpp"
 #include "engine/search/rank_merge.hpp"
 

@@ -124,7 +124,7 @@ int64_t enumerate_tile_mappings(const Einsum& tile, const Core& c, const Pmappin
 
 // Generation with evaluation and (o.prune) Pareto pruning per context: every context of
 // make_contexts, or the given ones. Tile mappings are enumerated and evaluated as by the
-// exhaustive mapper (engine/search/lane_batch.hpp: divisor tables, capacity pruning innermost
+// exhaustive mapper (engine/search/tile_search/tile_search.hpp: divisor tables, capacity pruning innermost
 // level first, loop-order classes, SIMD lanes per support), OpenMP over (context, innermost level
 // choice). Each context's pmappings come sorted by criteria; among pmappings with equal criteria
 // the one first in TileCandidate::key order is kept, so the result is the same for any number of

@@ -1,13 +1,19 @@
 #pragma once
-// The enumerate-and-evaluate core shared by the exhaustive mapper (exhaustive.hpp) and FFM's
-// pmapping generation (ffm/pmappings.hpp): every factorisation of one Einsum's ranks over the
-// levels' temporal and spatial slots (divisor tables worked out once), every kept-tensor choice,
-// levels innermost first with exact capacity pruning, and every loop-order class that changes
-// reuse (order_signature, docs/mapper.md). Complete choices are parked in buckets by their
-// *support* (per level: iterated ranks, spread ranks, kept tensors); a full bucket is evaluated
-// once per loop-order class through the SIMD lane evaluator (evaluate_lanes, bit-identical to the
-// scalar model) and every lane is handed to a sink with its CompactCost. Nothing is allocated per
-// candidate; the sink materialises a Mapping only when it keeps one.
+// The tile search shared by the exhaustive mapper (exhaustive.hpp) and FFM's pmapping generation
+// (ffm/pmappings.hpp): every factorisation of one Einsum's ranks over the levels' temporal and
+// spatial slots (divisor tables worked out once), every kept-tensor choice, levels innermost first
+// with exact capacity pruning, and every loop-order class that changes reuse (docs/mapper.md).
+// Complete choices are parked in buckets by their *support* (per level: iterated ranks, spread
+// ranks, kept tensors); a full bucket is evaluated once per loop-order class through the SIMD lane
+// evaluator (evaluate_lanes, bit-identical to the scalar model) and every lane is handed to a sink
+// with its CompactCost. Nothing is allocated per candidate; the sink materialises a Mapping only
+// when it keeps one.
+//
+// The parts, one file each in this folder: search.cpp (the mapspace worked out once),
+// tile_shapes.cpp (a level's factor choices, capacity), orders.cpp (loop-order classes),
+// evaluate.cpp (buckets and SIMD evaluation), worker.cpp (the enumeration), partial.cpp (partial
+// pruning), bounds.cpp (scalar and completion lower bounds), checks.cpp (testing hooks);
+// worker_state.hpp is the worker's state they share.
 //
 // Parallel use: the search is read-only after construction; each thread owns a TileWorker (the
 // buckets) and feeds it roots (innermost level choices) of one or several searches.
@@ -191,7 +197,7 @@ class TileSearch {
   int lanes_level = -1;
   // The plan partial choices are compared with: no capacity, fan-out minimum or must-keep rule
   // (decided elsewhere), and output fills counted before the first-update discount, so that every
-  // count is a product of an inner and an outer part (lane_batch.cpp, "Partial pruning").
+  // count is a product of an inner and an outer part (partial.cpp, "Partial pruning").
   EvalPlan relaxed_;
   // Rows classified per kept set of the level below the top (TileWorker::complete), and how many
   // of them had a kept set beaten: that classification costs a bound per kept set, so a search

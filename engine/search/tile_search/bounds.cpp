@@ -1,0 +1,442 @@
+// Lower bounds. Scalar (branch and bound): the compute steps and the cheapest service per step of
+// every completion of the inner levels. Completion bounds (partial pruning and FFM's fronts): per
+// way the free levels can use their fan-out, the least energy and latency any completion of a
+// partial choice can reach, and the classification of outer choices whose every completion the
+// sink already beats.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "engine/search/tile_search/worker_state.hpp"
+
+namespace mapfuse {
+
+void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
+                               double& energy_lb, double& cycles_lb) const {
+  // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
+  // times what remains over the spatial factors above l, whose product is at most fanout_above[l].
+  int64_t inner = 1, left = 1;
+  for (int m = 0; m <= l; ++m)
+    for (int r = 0; r < R; ++r) inner *= chosen[m].t[r];
+  for (int r = 0; r < R; ++r) left *= rest[r];
+  const int64_t steps = inner * ((left + fanout_above[l] - 1) / fanout_above[l]);
+  cycles_lb = static_cast<double>(steps);  // the model's latency is at least its compute steps
+  // Per instance, the innermost level keeping a tensor serves compute once per step and group
+  // (reads, or updates for the output: model.cpp, `child_fills = temporal_iterations`).
+  double per_step = 0;
+  for (int t = 0; t < T; ++t) {
+    double pj = serve_pj_above[l][t];
+    for (int m = 0; m <= l; ++m)
+      if (chosen[m].keep >> t & 1) {
+        pj = serve_pj[m][t];
+        break;
+      }
+    per_step += pj;
+  }
+  // The model adds the same non-negative terms in another order: leave room for its rounding.
+  energy_lb = (static_cast<double>(plan_.operations) * plan_.op_pj + cycles_lb * per_step) * (1 - 1e-9);
+}
+
+const std::vector<TileWorker::State::OuterFanout>& TileWorker::State::outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {
+  FanoutsKey ck;
+  ck[0] = d;
+  std::copy(rem.begin(), rem.end(), ck.begin() + 1);
+  auto it = fanout_cache.find(ck);
+  if (it == fanout_cache.end()) {
+    make_outer_fanouts(d, rem);
+    if (fanout_cache.size() >= 4096) fanout_cache.clear();  // bounded memory
+    it = fanout_cache.emplace(ck, outer_made).first;
+  }
+  outer_last = &it->second;
+  return it->second;
+}
+
+void TileWorker::State::make_outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {
+  const EvalPlan& p = s->plan_;
+  const int L = s->L, R = s->R, T = s->T, top = s->top;
+  std::vector<OuterFanout>& outer = outer_made;
+  outer.clear();
+  std::array<int64_t, kMaxRanks> left = rem;
+  std::array<std::array<int64_t, 2>, kMaxLevels> used;  // per level and axis
+  for (auto& u : used) u = {1, 1};
+  OuterFanout cur;
+  cur.irr.fill(1);
+  cur.mc.fill(1);
+  cur.at_d.fill(1);
+  // Levels top..d, each axis, each rank: a factor dividing what is left of the rank.
+  auto rec = [&](auto&& self, int l, int axis, int r) -> void {
+    if (l < d) {
+      OuterFanout o = cur;
+      o.temporal = left;
+      double above = 1;
+      for (int k = L - 1; k >= d; --k) {
+        o.inst[k] = above;
+        if (k <= top) above *= static_cast<double>(used[k][0] * used[k][1]);
+      }
+      o.used = above;
+      outer.push_back(o);
+      return;
+    }
+    const PlanLevel& lv = p.levels[l];
+    const int64_t cap = axis == 0 ? lv.fanout_x : lv.fanout_y;
+    if (l > top || r == R || cap == 1) {
+      if (l <= top && cap > 1 && used[l][axis] < (axis == 0 ? lv.min_x : lv.min_y)) return;  // min_usage
+      if (axis == 0) self(self, l, 1, 0);
+      else self(self, l - 1, 0, 0);
+      return;
+    }
+    const uint32_t ok = axis == 0 ? s->x_ok[l] : s->y_ok[l];
+    self(self, l, axis, r + 1);  // factor 1
+    if (!(ok >> r & 1)) return;
+    const RoleMask multicast = axis == 0 ? lv.multicast_x : lv.multicast_y;
+    const int64_t base_used = used[l][axis], base_left = left[r];
+    const auto saved_irr = cur.irr, saved_mc = cur.mc;
+    for (int64_t f : s->divs(base_left)) {
+      if (f == 1) continue;
+      if (base_used * f > cap) break;
+      used[l][axis] = base_used * f;
+      left[r] = base_left / f;
+      if (l == d) cur.at_d[static_cast<size_t>(axis * kMaxRanks + r)] = f;
+      for (int t = 0; t < T; ++t) {
+        if (p.tensors[t].relevant_ranks >> r & 1) continue;
+        cur.irr[t] = saved_irr[t] * static_cast<double>(f);
+        if (multicast & role_bit(p.tensors[t].role)) cur.mc[t] = saved_mc[t] * static_cast<double>(f);
+      }
+      self(self, l, axis, r + 1);
+      cur.irr = saved_irr;
+      cur.mc = saved_mc;
+    }
+    if (l == d) cur.at_d[static_cast<size_t>(axis * kMaxRanks + r)] = 1;
+    used[l][axis] = base_used;
+    left[r] = base_left;
+  };
+  rec(rec, std::min(top, L - 1), 0, 0);
+}
+
+bool TileWorker::State::completion_bounds(int d, const std::array<int64_t, kMaxRanks>& rem) {
+  bounds.clear();
+  if (!reference(d, rem)) return false;
+  const std::vector<OuterFanout>& outer = outer_fanouts(d, rem);
+  if (classify) outer_keep_beaten.clear();
+  relaxed_energy.clear();
+  relaxed_cycles.clear();
+  const EvalPlan& p = s->plan_;
+  const int L = s->L, R = s->R, T = s->T;
+  const CostResult& c = part_cost;
+  const GroupKey key = group_key(d, rem);
+  const int b = s->spec_.backing_level;
+  const TensorMask onchip = b >= 0 ? s->spec_.onchip_backing : TensorMask{0};
+  // Fused with b still free and the top (b's tile is then the whole tile Einsum): one set of
+  // bounds per choice of what b keeps.
+  const bool by_keep = b >= d && b == s->top;
+  // Per tensor, what does not depend on the fan-out or the order: the cost per word it takes
+  // from above, served by its backing level (direct), by a level between that may keep it
+  // (via: its per-word cost, plus per volume what fills it from the backing level; the two
+  // minima taken separately), or, for a tensor b keeps without backing it, through b.
+  struct PerTensor {
+    double ref_mult = 1;  // the reference's outer iterations down to the innermost own rank
+    double volume = 0, from_ref = 0;
+    int backing = 0;
+    double direct = 0, via_word = 0, via_volume = 0, through_word = 0, through_volume = 0;
+    bool via = false, through = false;
+    bool forced = false;  // level d keeps it (per_keep_d): d serves the inner tile
+  };
+  // Per kept set of level d too (per_keep_d, classifying a row): each set is a bound of the
+  // completions whose level d keeps exactly it.
+  const bool by_d = per_keep_d && d < L - 1 && d != b;
+  std::vector<TensorMask>& kds = bound_keeps_d;
+  if (by_d) kds.assign(s->keep_options[d].begin(), s->keep_options[d].end());
+  else kds.assign(1, TensorMask{0});
+  auto may_keep = [&](int l, int t) {
+    for (TensorMask m : s->keep_options[l])
+      if (m >> t & 1) return true;
+    return false;
+  };
+  // Scratch reused across calls (this runs once per partial choice completed or skipped).
+  std::vector<TensorMask>& keeps = bound_keeps;
+  if (by_keep) keeps.assign(s->keep_options[b].begin(), s->keep_options[b].end());
+  else keeps.assign(1, TensorMask{0});
+  const size_t K = keeps.size();
+  std::vector<int64_t>& own = bound_own;
+  own.assign(K, 0);
+  for (size_t k = 0; k < K; ++k)
+    for (int t = 0; t < T; ++t)
+      if ((keeps[k] >> t & 1) && !(onchip >> t & 1)) own[k] += p.tensors[t].volume;
+  std::vector<double> &best = bound_best, &energy = bound_energy, &fastest = bound_fastest;
+  best.resize(K), energy.resize(K), fastest.resize(K);
+  // Classifying the top level's choices (classify_top) with several fan-outs: first one bound for all of them,
+  // every quantity at its most favourable over the fan-outs (most instances and multicast, the
+  // largest first-update discount, and each tile refilled as if no fan-out split a rank it does
+  // not index: mult below). Each term of the cost only falls with these, so no completion
+  // under any fan-out costs less; where the sink beats it, the per-fan-out bounds are not made.
+  const bool relaxed_first = (record_relaxed || classify_relaxed) && outer.size() > 1;
+  OuterFanout sup;
+  if (relaxed_first) {
+    sup = outer[0];
+    for (const OuterFanout& o : outer) {
+      sup.used = std::max(sup.used, o.used);
+      for (int t = 0; t < T; ++t) sup.irr[t] = std::max(sup.irr[t], o.irr[t]), sup.mc[t] = std::max(sup.mc[t], o.mc[t]);
+      for (int l = 0; l < L; ++l) sup.inst[l] = std::max(sup.inst[l], o.inst[l]);
+    }
+  }
+  for (const TensorMask kd : kds) {
+    std::array<PerTensor, kMaxTensors> pt_{};
+    for (int t = 0; t < T; ++t) {
+      const PlanTensor& pt = p.tensors[t];
+      const bool out = t == p.output;
+      PerTensor& q = pt_[t];
+      q.forced = by_d && (kd >> t & 1);
+      int innermost_own = -1;
+      for (int r = 0; r < R; ++r)
+        if ((pt.relevant_ranks >> r & 1) && rem[r] > 1) innermost_own = r;
+      for (int r = 0; r <= innermost_own; ++r) q.ref_mult *= static_cast<double>(rem[r]);
+      // The reference's direct parent is the first level from d that keeps t.
+      int parent = d;
+      while (parent < L - 1 && !(ref_keep[parent] >> t & 1)) ++parent;
+      q.from_ref = static_cast<double>(out ? c.access[parent][t].updates : c.access[parent][t].reads);
+      q.volume = static_cast<double>(pt.volume);
+      q.backing = onchip >> t & 1 ? b : L - 1;
+      const PlanLevel& bk = p.levels[q.backing];
+      q.direct = out ? bk.update_pj : bk.read_pj;
+      const bool keeps_b = by_keep && !(onchip >> t & 1);  // b may keep it without backing it
+      for (int l = d; l < q.backing; ++l) {
+        if (!may_keep(l, t)) continue;
+        if (by_d && l == d && !q.forced) continue;  // d does not keep it
+        if (q.forced && l > d) break;                // d keeps it: d serves the inner tile
+        const PlanLevel& lv = p.levels[l];
+        const double word = out ? lv.update_pj : lv.read_pj;
+        if (keeps_b && l <= b) {  // served by l <= b, b filled with the volume from the backing
+          const PlanLevel& bl = p.levels[b];
+          const double volume = out ? bk.update_pj : bl.write_pj + bk.read_pj;
+          q.through_word = q.through ? std::min(q.through_word, word) : word;
+          q.through_volume = q.through ? std::min(q.through_volume, volume) : volume;
+          q.through = true;
+        }
+        if (keeps_b && l == b) continue;  // b does not keep it in the other case
+        const double volume = out ? bk.update_pj : lv.write_pj + bk.read_pj;
+        q.via_word = q.via ? std::min(q.via_word, word) : word;
+        q.via_volume = q.via ? std::min(q.via_volume, volume) : volume;
+        q.via = true;
+      }
+    }
+    std::array<double, kMaxTensors> extra{};  // words from above beyond the volume, per instance
+    const size_t first = bounds.size();
+    bounds.resize(first + K * outer.size());
+    if (classify) outer_keep_beaten.resize(first + K * outer.size(), 0);
+    std::array<double, kMaxTensors> mult{};
+    for (ptrdiff_t oi_ = relaxed_first ? -1 : 0; oi_ < static_cast<ptrdiff_t>(outer.size()); ++oi_) {
+      const size_t oi = static_cast<size_t>(std::max<ptrdiff_t>(oi_, 0));
+      const OuterFanout& o = oi_ < 0 ? sup : outer[oi];
+      const double steps = std::ceil(c.compute_cycles / o.used);
+      std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
+      std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
+      // Energy and latency (per kept set) with `mult[t]` outer iterations down to the innermost
+      // loop over t's ranks; the minima go to best / fastest.
+      auto cost_with = [&]() {
+        std::array<double, kMaxLevels> rd{}, wr{};
+        std::fill(energy.begin(), energy.end(), static_cast<double>(p.operations) * p.op_pj);
+        for (int t = 0; t < T; ++t) {
+          const PerTensor& q = pt_[t];
+          const bool out = t == p.output;
+          const double spread = mult[t] * o.used / q.ref_mult;  // a tile not refilled per outer iteration
+          const int64_t mask = key[R + t];
+          int child = -1;  // compute
+          double inner = 0;
+          for (int l = 0; l < d; ++l) {
+            if (!(chosen[l].keep >> t & 1)) continue;
+            const TensorAccesses& a = c.access[l][t];
+            const double serve = child >= 0 && !(mask >> child & 1) ? spread : 1;
+            const double refill = mask >> l & 1 ? 1 : spread;
+            double reads, fills, updates = 0;
+            if (!out) {
+              reads = static_cast<double>(a.reads) * serve;
+              fills = static_cast<double>(a.fills) * refill;
+            } else {
+              updates = static_cast<double>(a.updates) * serve;
+              // The reference's discount (updates - reads), when its reads show it.
+              const double discount = a.reads > 0 ? static_cast<double>(a.updates - a.reads) * o.irr[t] : -1;
+              reads = discount >= 0 ? std::max(0.0, updates - discount) : 0;
+              fills = discount >= 0 ? std::max(0.0, static_cast<double>(a.fills) * refill - discount) : 0;
+            }
+            const PlanLevel& lv = p.levels[l];
+            inner += reads * lv.read_pj + fills * lv.write_pj + updates * lv.update_pj;
+            const double inst = static_cast<double>(std::max<int64_t>(1, c.level_instances[l])) * o.used;
+            rd[l] += reads / inst;
+            wr[l] += (fills + updates) / inst;
+            child = l;
+          }
+          const double from_above = std::max(q.volume, q.from_ref * (mask >> 15 & 1 ? 1 : spread) / o.mc[t]);
+          double other = q.forced ? std::numeric_limits<double>::infinity() : from_above * q.direct;
+          if (q.via) other = std::min(other, from_above * q.via_word + q.volume * q.via_volume);
+          const double through = q.through ? from_above * q.through_word + q.volume * q.through_volume : other;
+          for (size_t k = 0; k < K; ++k)
+            energy[k] += inner + ((keeps[k] >> t & 1) && !(onchip >> t & 1) ? through : other);
+          // The backing level serves at least the volume; all of from_above where no level
+          // between may take the tensor (then it serves the inner tile directly).
+          (out ? wr : rd)[q.backing] += q.volume / o.inst[q.backing];
+          extra[t] = (from_above - q.volume) / o.inst[q.backing];
+        }
+        // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
+        // so each bound rounds up; the bandwidth times first give way for rounding (the model's
+        // threshold, sums in another order).
+        auto time_of = [&](int l, double r, double w) {
+          const PlanLevel& lv = p.levels[l];
+          double time = 0;
+          if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
+          if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
+          if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
+          return std::ceil(time * (1 - 1e-9));
+        };
+        double cycles = steps;
+        for (int l = 0; l < L; ++l) cycles = std::max(cycles, time_of(l, rd[l], wr[l]));
+        for (size_t k = 0; k < K; ++k) {
+          best[k] = std::min(best[k], energy[k]);
+          // Per kept set: tensors that must come straight from their backing level.
+          std::array<double, kMaxLevels> r2 = rd, w2 = wr;
+          bool any = false;
+          for (int t = 0; t < T; ++t) {
+            const PerTensor& q = pt_[t];
+            if (((keeps[k] >> t & 1) && !(onchip >> t & 1)) || q.via || extra[t] <= 0) continue;
+            (t == p.output ? w2 : r2)[q.backing] += extra[t];
+            any = true;
+          }
+          double c_k = cycles;
+          if (any)
+            for (int l = d; l < L; ++l) c_k = std::max(c_k, time_of(l, r2[l], w2[l]));
+          fastest[k] = std::min(fastest[k], c_k);
+        }
+      };
+      // Laid out per kept set, then per fan-out. Energy: sums in another order than the model's.
+      // Classifying, every kept set is checked (outer_keep_beaten); a later, tighter bound of
+      // the same fan-out only adds beaten ones.
+      auto store = [&](bool check) {
+        bool all = true;
+        for (size_t k = 0; k < K; ++k) {
+          Bound& bd = bounds[first + k * outer.size() + oi];
+          bd = {best[k] * (1 - 1e-12), fastest[k], own[k], keeps[k], by_keep, kd, by_d};
+          if (check && (all || classify)) {
+            const bool beaten = sink->beaten(bd.energy, bd.cycles, b, bd.own);
+            if (classify) outer_keep_beaten[first + k * outer.size() + oi] |= static_cast<uint8_t>(beaten);
+            all = all && beaten;
+          }
+        }
+        return all;
+      };
+      if (oi_ < 0) {  // spread = mult * used / ref_mult at its least: no irrelevant rank split
+        for (int t = 0; t < T; ++t) {
+          mult[t] = 1 / o.used;
+          for (int r = 0; r < R; ++r)
+            if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(rem[r]);
+        }
+        cost_with();
+        bool all = classify_relaxed;
+        for (size_t k = 0; k < K; ++k) {
+          relaxed_energy.push_back(best[k] * (1 - 1e-12));
+          relaxed_cycles.push_back(fastest[k]);
+          if (all) all = sink->beaten(relaxed_energy.back(), fastest[k], b, own[k]);
+        }
+        if (all) {  // every completion is beaten (bounds not filled: not needed)
+          relaxed_beaten = true;
+          return true;
+        }
+        continue;
+      }
+      // First every tensor at its own fewest iterations (its ranks innermost), a bound for any
+      // order: where the sink beats it, no order needs trying.
+      for (int t = 0; t < T; ++t) {
+        mult[t] = 1;
+        for (int r = 0; r < R; ++r)
+          if (p.tensors[t].relevant_ranks >> r & 1) mult[t] *= static_cast<double>(o.temporal[r]);
+      }
+      cost_with();
+      if (classify && store(true)) continue;
+      // Then the ranks the free levels still iterate, every order of them (one loop per rank:
+      // splitting a rank's loop over two levels can only lengthen the runs that count, see
+      // above); the cheapest and the fastest order may differ, each is a bound on its own.
+      std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
+      std::fill(fastest.begin(), fastest.end(), std::numeric_limits<double>::infinity());
+      int n = 0;
+      uint32_t free_ranks = 0;
+      for (int r = 0; r < R; ++r)
+        if (o.temporal[r] > 1) ++n, free_ranks |= 1u << r;
+      for (const std::array<int8_t, kMaxRanks>& order : minimal_orders(free_ranks)) {
+        for (int t = 0; t < T; ++t) {
+          double run = 1;
+          mult[t] = 1;
+          for (int i = 0; i < n; ++i) {
+            run *= static_cast<double>(o.temporal[order[i]]);
+            if (p.tensors[t].relevant_ranks >> order[i] & 1) mult[t] = run;
+          }
+        }
+        cost_with();
+      }
+      store(classify);
+    }
+  }
+  return true;
+}
+
+bool TileWorker::State::classify_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem, bool& all_beaten) {
+  classify = true;
+  const int64_t tried = s->keep_rows.load(std::memory_order_relaxed);
+  per_keep_d = force_keep_d || tried < kKeepTrial || s->keep_hits.load(std::memory_order_relaxed) > 0;
+  const bool made = completion_bounds(d, rem);
+  classify = false;
+  per_keep_d = false;
+  if (!made) return false;
+  fanout_dead.clear();
+  keep_dead.clear();
+  all_beaten = true;
+  const std::vector<OuterFanout>& outer = *outer_last;
+  for (size_t j = 0; j < bounds.size(); ++j) {
+    const OuterFanout& o = outer[j % outer.size()];
+    const bool beaten = outer_keep_beaten[j] != 0;
+    all_beaten = all_beaten && beaten;
+    fanout_dead.emplace_back(o.at_d, beaten);
+    if (bounds[j].by_keep_d) keep_dead.push_back({{o.at_d, bounds[j].kept_d}, beaten});
+  }
+  only_beaten(fanout_dead);
+  only_beaten(keep_dead);
+  // A row counts as a trial once the front beats any of its bounds (before that, nothing can
+  // tell whether kept sets would be).
+  if (!bounds.empty() && bounds.front().by_keep_d &&
+      std::find(outer_keep_beaten.begin(), outer_keep_beaten.end(), uint8_t{1}) != outer_keep_beaten.end()) {
+    s->keep_rows.fetch_add(1, std::memory_order_relaxed);
+    if (!keep_dead.empty()) s->keep_hits.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+bool TileWorker::State::classify_top(int d, const std::array<int64_t, kMaxRanks>& rem) {
+  top_dead.clear();
+  classify = classify_relaxed = true;
+  relaxed_beaten = false;
+  const bool made = completion_bounds(d, rem);
+  classify = classify_relaxed = false;
+  if (!made) return true;  // no bound: complete everything
+  if (relaxed_beaten) return false;
+  const std::vector<OuterFanout>& outer = *outer_last;
+  const bool by_keep = !bounds.empty() && bounds.front().by_keep;
+  bool all = true;
+  for (size_t j = 0; j < bounds.size(); ++j) {
+    const bool beaten = outer_keep_beaten[j] != 0;
+    all = all && beaten;
+    top_dead.push_back({{outer[j % outer.size()].at_d, by_keep ? bounds[j].kept_b : TensorMask{0}}, beaten});
+  }
+  if (all) return false;
+  only_beaten(top_dead);  // without kept sets at b, a choice is beaten only if all its sets are
+  top_by_keep = by_keep;
+  return true;
+}
+
+void TileWorker::State::complete_top(int d, const std::array<int64_t, kMaxRanks>& rem) {
+  if (!classify_top(d, rem)) {
+    ++owner->bound_skipped;
+    return;
+  }
+  if (!top_dead.empty()) top_filter = d;
+  descend(d, rem);
+  top_filter = -1;
+}
+
+}  // namespace mapfuse

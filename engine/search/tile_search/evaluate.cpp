@@ -1,0 +1,276 @@
+// Evaluation: complete choices parked in buckets by their support (per level: iterated, spread and
+// kept), a full bucket evaluated 16 lanes at a time by the SIMD evaluator once per loop-order
+// combination of its support, every lane handed to the sink; loop-nest analyses cached per
+// structure.
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "engine/common/error.hpp"
+#include "engine/search/tile_search/worker_state.hpp"
+
+namespace mapfuse {
+
+const NestStructure& TileWorker::State::nest_of(const FlatMapping& fm, bool relaxed) {
+  auto& cache = relaxed ? relaxed_nests : nests;
+  NestKey k;
+  size_t i = 0;
+  k.b[i++] = static_cast<uint8_t>(fm.n_loops);
+  k.b[i++] = fm.onchip_backing;
+  for (int l = 0; l < fm.n_levels; ++l) k.b[i++] = fm.keep[static_cast<size_t>(l)];
+  for (int j = 0; j < fm.n_loops; ++j) {
+    const FlatLoop& lp = fm.loops[static_cast<size_t>(j)];
+    k.b[i++] = static_cast<uint8_t>(lp.level);
+    k.b[i++] = static_cast<uint8_t>(lp.rank);
+    k.b[i++] = static_cast<uint8_t>(lp.kind);
+  }
+  if (auto it = cache.find(k); it != cache.end()) return it->second;
+  if (cache.size() >= kMaxNests) cache.clear();
+  return cache.emplace(k, analyze(relaxed ? s->relaxed_ : s->plan_, fm)).first->second;
+}
+
+void TileWorker::State::park_merged() {
+  const int L = s->L, R = s->R;
+  Support key;
+  uint32_t below = 0;
+  int64_t combos = 1;
+  for (int l = 0; l < L; ++l) {
+    const LevelChoice& ch = chosen[l];
+    if (l < fixed_levels) {
+      uint32_t x = 0, y = 0;
+      for (int r = 0; r < R; ++r) {
+        x |= uint32_t(ch.x[r] > 1) << r;
+        y |= uint32_t(ch.y[r] > 1) << r;
+      }
+      if (s->always_x[l] | s->always_y[l]) x = s->always_x[l], y = s->always_y[l];
+      key.w[l] = x << 8 | y << 16 | uint32_t(ch.keep) << 24;
+      fixed_single[l].assign(1, fixed_code[l]);
+      park_codes[l] = &fixed_single[l];
+      key.o[l] = fixed_code[l];
+      below |= ch.keep;
+      continue;
+    }
+    uint32_t t = 0, x = 0, y = 0;
+    for (int r = 0; r < R; ++r) {
+      t |= uint32_t(ch.t[r] > 1) << r;
+      x |= uint32_t(ch.x[r] > 1) << r;
+      y |= uint32_t(ch.y[r] > 1) << r;
+    }
+    if (s->always_x[l] | s->always_y[l]) x = s->always_x[l], y = s->always_y[l];
+    key.w[l] = x << 8 | y << 16 | uint32_t(ch.keep) << 24;
+    const size_t fast = (static_cast<size_t>(l) << (kMaxTensors + kMaxRanks)) | (below << kMaxRanks) | t;
+    const std::vector<std::vector<int>>* cls = order_fast[fast];
+    if (!cls) {
+      park_ranks.clear();
+      const LevelConstraints* lc = s->constraint(l);
+      if (lc && lc->order) {
+        for (int r : *lc->order)
+          if (t >> r & 1) park_ranks.push_back(r);
+      } else {
+        for (int r = 0; r < R; ++r)
+          if (t >> r & 1) park_ranks.push_back(r);
+      }
+      cls = &order_classes(l, park_ranks, below);
+    }
+    const std::vector<uint32_t>*& codes = code_fast[fast];
+    if (!codes) codes = &codes_of(l, *cls);
+    park_codes[l] = codes;
+    key.o[l] = (*park_codes[l])[0];
+    combos *= static_cast<int64_t>(cls->size());
+    below |= ch.keep;
+  }
+  std::array<size_t, kMaxLevels> pick{};
+  for (int64_t combo = 0; combo < combos; ++combo) {
+    put(key);
+    for (int l = 0; l < L; ++l) {
+      if (++pick[l] < park_codes[l]->size()) {
+        key.o[l] = (*park_codes[l])[pick[l]];
+        break;
+      }
+      pick[l] = 0;
+      key.o[l] = (*park_codes[l])[0];
+    }
+  }
+}
+
+void TileWorker::State::park() {
+  if (s->merge) {
+    park_merged();
+    return;
+  }
+  const int L = s->L, R = s->R;
+  Support key;
+  for (int l = 0; l < L; ++l) {
+    uint32_t t = 0, x = 0, y = 0;
+    const LevelChoice& ch = chosen[l];
+    for (int r = 0; r < R; ++r) {
+      t |= uint32_t(ch.t[r] > 1) << r;
+      x |= uint32_t(ch.x[r] > 1) << r;
+      y |= uint32_t(ch.y[r] > 1) << r;
+    }
+    key.w[l] = t | x << 8 | y << 16 | uint32_t(ch.keep) << 24;
+  }
+  put(key);
+}
+
+void TileWorker::State::put(const Support& key) {
+  const int L = s->L, R = s->R;
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (int l = 0; l < L; ++l) {
+    h = (h ^ (uint64_t(key.w[l]) << 32 | key.o[l])) * 0xFF51AFD7ED558CCDull;
+    h ^= h >> 32;
+  }
+  size_t pos = static_cast<size_t>(h) & table_mask;
+  while (table[pos] != 0 && !(bucket_support[table[pos] - 1] == key)) pos = (pos + 1) & table_mask;
+  if (table[pos] == 0) {
+    if (counts.size() == max_live) {
+      flush_all();
+      pos = static_cast<size_t>(h) & table_mask;
+    }
+    table[pos] = static_cast<uint32_t>(counts.size()) + 1;
+    counts.push_back(0);
+    bucket_support.push_back(key);
+  }
+  const size_t bi = table[pos] - 1;
+  int32_t* f = pool.get() + (bi * kLanes + static_cast<size_t>(counts[bi]++)) * W;
+  for (int l = 0; l < L; ++l)
+    for (int r = 0; r < R; ++r) {
+      f[(l * 3 + 0) * R + r] = static_cast<int32_t>(chosen[l].t[r]);
+      f[(l * 3 + 1) * R + r] = static_cast<int32_t>(chosen[l].x[r]);
+      f[(l * 3 + 2) * R + r] = static_cast<int32_t>(chosen[l].y[r]);
+    }
+  if (counts[bi] == kLanes) {
+    flush(key, pool.get() + bi * kLanes * W, kLanes);
+    counts[bi] = 0;
+  }
+}
+
+void TileWorker::State::flush_all() {
+  for (size_t i = 0; i < counts.size(); ++i)
+    if (counts[i] > 0) flush(bucket_support[i], pool.get() + i * kLanes * W, counts[i]);
+  counts.clear();
+  bucket_support.clear();
+  std::fill(table.begin(), table.end(), 0u);
+}
+
+void TileWorker::State::flush(const Support& key, const int32_t* lanes, int count) {
+  const int L = s->L, R = s->R;
+  const TileSearchSpec& spec = s->spec_;
+  std::array<const std::vector<std::vector<int>>*, kMaxLevels> classes{};
+  std::array<TensorMask, kMaxLevels> keep{};
+  uint32_t below = 0;
+  int64_t combos = 1;
+  std::vector<int> ranks;
+  for (int l = 0; l < L; ++l) {
+    const uint32_t iterated = key.w[l] & 0xFF;
+    keep[l] = static_cast<TensorMask>(key.w[l] >> 24);
+    if (s->merge) {  // the structure is the key's: one combination
+      merged_orders[l].clear();
+      for (uint32_t code = key.o[l]; code; code >>= 4) merged_orders[l].push_back(static_cast<int>(code & 15) - 1);
+      merged_class[l].assign(1, merged_orders[l]);
+      classes[l] = &merged_class[l];
+      continue;
+    }
+    ranks.clear();
+    const LevelConstraints* lc = s->constraint(l);
+    if (lc && lc->order) {
+      for (int r : *lc->order)
+        if (iterated >> r & 1) ranks.push_back(r);
+    } else {
+      for (int r = 0; r < R; ++r)
+        if (iterated >> r & 1) ranks.push_back(r);
+    }
+    classes[l] = &order_classes(l, ranks, below);
+    combos *= static_cast<int64_t>(classes[l]->size());
+    below |= keep[l];
+  }
+  if (spec.max_evaluations > 0 &&
+      s->budget_->fetch_add(combos * count, std::memory_order_relaxed) + combos * count > spec.max_evaluations) {
+    s->over_->store(true, std::memory_order_relaxed);
+    return;
+  }
+  std::array<size_t, kMaxLevels> pick{};
+  std::array<const std::vector<int>*, kMaxLevels> order{};
+  FlatMapping fm;
+  LaneFactors lf;
+  CompactCost out[kLanes];
+  TileCandidate cand;
+  cand.search = s;
+  cand.R = R;
+  cand.order = &order;
+  cand.keep = &keep;
+  for (int64_t combo = 0; combo < combos; ++combo) {
+    // The combination's loop nest, outermost first, as flatten() lays it out.
+    fm = FlatMapping{};
+    fm.n_levels = static_cast<int8_t>(L);
+    for (int l = L - 1; l >= 0; --l) {
+      fm.keep[l] = keep[l];
+      order[l] = &(*classes[l])[pick[l]];
+      auto add = [&](int r, LoopKind k) {
+        if (fm.n_loops == kMaxLoops) throw InputError({}, "mapping", "more than " + std::to_string(kMaxLoops) + " loops");
+        fm.loops[fm.n_loops++] = {static_cast<int8_t>(l), static_cast<int8_t>(r), k, 2};
+      };
+      for (int r : *order[l]) add(r, LoopKind::Temporal);
+      for (int r = 0; r < R; ++r)
+        if (key.w[l] >> (8 + r) & 1) add(r, LoopKind::SpatialX);
+      for (int r = 0; r < R; ++r)
+        if (key.w[l] >> (16 + r) & 1) add(r, LoopKind::SpatialY);
+    }
+    if (spec.onchip_backing) {  // fused: the on-chip tensors are backed at their level, not DRAM
+      fm.keep[L - 1] = static_cast<TensorMask>(fm.keep[L - 1] & ~spec.onchip_backing);
+      fm.onchip_backing = spec.onchip_backing;
+    }
+    const NestStructure& ns = nest_of(fm);
+    for (int i = 0; i < fm.n_loops; ++i) {
+      const size_t sl = static_cast<size_t>(cand.slot(fm.loops[i].level, fm.loops[i].kind, fm.loops[i].rank));
+      for (int k = 0; k < count; ++k) lf[i][k] = lanes[static_cast<size_t>(k) * W + sl];
+    }
+    evaluate_lanes(s->plan_, ns, lf, count, out);
+    if (spec.rest_tiles > 0) {  // the whole Einsum: first tiles plus accumulating ones (fused_total)
+      CompactCost rest[kLanes];
+      evaluate_lanes(s->rest_plan_, ns, lf, count, rest);
+      const double n1 = static_cast<double>(spec.first_tiles), n2 = static_cast<double>(spec.rest_tiles);
+      for (int k = 0; k < count; ++k) {
+        if (out[k].invalid == Invalid::None && rest[k].invalid != Invalid::None &&
+            rest[k].invalid != Invalid::CapacityExceeded)
+          out[k].invalid = rest[k].invalid;
+        out[k].energy_pj = out[k].energy_pj * n1 + rest[k].energy_pj * n2;
+        out[k].cycles = out[k].cycles * n1 + rest[k].cycles * n2;
+      }
+    }
+    ++owner->lane_calls;
+    owner->evaluated += count;
+    for (int k = 0; k < count; ++k) {
+      cand.factors = lanes + static_cast<size_t>(k) * W;
+      sink->consume(cand, out[k]);
+    }
+    for (int l = 0; l < L; ++l) {  // next combination (odometer, level 0 fastest)
+      if (++pick[l] < classes[l]->size()) break;
+      pick[l] = 0;
+    }
+  }
+}
+
+void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
+  if (s == &search && sink == to) return;
+  if (s) flush_all();
+  if (s != &search) {
+    orders.clear();
+    code_cache.clear();
+    nests.clear();
+    relaxed_nests.clear();
+    fanout_cache.clear();
+    std::fill(code_fast.begin(), code_fast.end(), nullptr);
+    std::fill(order_fast.begin(), order_fast.end(), nullptr);
+    bound_orders.clear();
+  }
+  s = &search;
+  W = static_cast<size_t>(3 * search.L * search.R);
+  max_live = kPoolWords / (kLanes * W);
+  table.assign(std::bit_ceil(2 * max_live), 0u);
+  table_mask = table.size() - 1;
+  if (!pool) pool.reset(new int32_t[kPoolWords]);
+  sink = to;
+}
+
+}  // namespace mapfuse

@@ -1,0 +1,239 @@
+// TileSearch: one Einsum's mapspace on one core worked out once (divisor tables, temporal factor
+// bounds from the constraints, kept-set choices per level, the energy tables branch and bound
+// uses, what merged supports and partial pruning may do) and the roots the workers start from;
+// TileCandidate: an evaluated lane turned into a Mapping or a tie-break key.
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "engine/common/error.hpp"
+#include "engine/search/tile_search/tile_search.hpp"
+
+namespace mapfuse {
+
+TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space, const TileSearchSpec& spec)
+    : e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)) {
+  const Core& c = c_;
+  L = static_cast<int>(c.levels.size());
+  R = static_cast<int>(e.ranks.size());
+  T = static_cast<int>(e.tensors.size());
+  top = spec.top < 0 ? L - 1 : spec.top;
+  for (int l = 0; l < L; ++l) {
+    plan_.levels[l].extra_read_words = spec.extra_read_words[l];
+    plan_.levels[l].extra_write_words = spec.extra_write_words[l];
+  }
+  if (spec.rest_tiles > 0) {
+    rest_plan_ = plan_;
+    rest_plan_.output_accumulates = true;
+  }
+  budget_ = spec.budget ? spec.budget : &own_budget;
+  over_ = spec.over ? spec.over : &own_over;
+  x_ok.assign(L, 0);
+  y_ok.assign(L, 0);
+  for (int l = 0; l < L; ++l) {
+    const Fanout& f = c.levels[l].fanout;
+    for (int r = 0; r < R; ++r) {
+      if (axis_accepts(f, LoopKind::SpatialX, e, r)) x_ok[l] |= 1u << r;
+      if (axis_accepts(f, LoopKind::SpatialY, e, r)) y_ok[l] |= 1u << r;
+    }
+    if (const LevelConstraints* lc = constraint(l)) {
+      if (lc->spatial_x) x_ok[l] &= *lc->spatial_x;
+      if (lc->spatial_y) y_ok[l] &= *lc->spatial_y;
+    }
+  }
+  // How each rank acts on each tensor's refills (see order_signature): 0 = the tensor does not
+  // index it, 1 = it moves only dimensions without a sliding window, 2 = it moves a sliding-window
+  // dimension (two ranks of size > 1 in one dimension). `plain[t]` = no rank of the tensor is in
+  // several dimensions, so the reduction is exact for it.
+  rank_class.assign(T, {});
+  plain.assign(T, true);
+  for (int t = 0; t < T; ++t) {
+    std::array<int, kMaxRanks> dims_of{};
+    for (const auto& dim : e.tensors[t].dims) {
+      int live = 0;
+      for (const auto& term : dim) live += e.ranks[term.rank].size > 1;
+      for (const auto& term : dim) {
+        ++dims_of[term.rank];
+        rank_class[t][term.rank] = std::max<uint8_t>(rank_class[t][term.rank], live > 1 ? 2 : 1);
+      }
+    }
+    for (int r = 0; r < R; ++r) plain[t] = plain[t] && dims_of[r] <= 1;
+  }
+  // Temporal factor bounds per (level, rank), from the constraints: a rank a fixed order does not
+  // list may only take 1. The levels below a vector unit are not on a non-MAC Einsum's path: no
+  // loops there (they would only repeat the loops of the vector unit's level).
+  const int below_vector = &c_ != &core ? core.vector->level : 0;
+  if (&c_ != &core) lanes_level = core.vector->level;
+  for (int l = 0; l < L; ++l)
+    for (int r = 0; r < R; ++r) {
+      int64_t lo = 1, hi = l < below_vector ? 1 : e.ranks[r].size;
+      if (const LevelConstraints* lc = constraint(l)) {
+        if (lc->order && std::find(lc->order->begin(), lc->order->end(), r) == lc->order->end()) hi = 1;
+        if (r < static_cast<int>(lc->min_factor.size()) && lc->min_factor[r]) lo = std::max(lo, *lc->min_factor[r]);
+        if (r < static_cast<int>(lc->max_factor.size()) && lc->max_factor[r]) hi = std::min(hi, *lc->max_factor[r]);
+      }
+      t_min[l][r] = lo;
+      t_max[l][r] = hi;
+    }
+  // Divisors of every divisor of every rank size, worked out once.
+  int64_t max_size = 1;
+  for (int r = 0; r < R; ++r) max_size = std::max(max_size, e.ranks[r].size);
+  if (max_size > (int64_t{1} << 26)) throw InputError({}, "mapping", "rank size above 2^26");
+  divisor_index.assign(static_cast<size_t>(max_size) + 1, -1);
+  auto add_divisors = [&](int64_t d) {
+    if (divisor_index[static_cast<size_t>(d)] >= 0) return;
+    divisor_index[static_cast<size_t>(d)] = static_cast<int32_t>(divisor_lists.size());
+    divisor_lists.push_back(divisors(d));
+  };
+  add_divisors(1);
+  for (int r = 0; r < R; ++r)
+    for (int64_t d : divisors(e.ranks[r].size)) add_divisors(d);
+  // Kept-tensor choices per level: the outermost keeps all; others any subset their roles (or a
+  // constraint) allow. Fused: the backing level keeps the on-chip tensors, the levels between it
+  // and the outermost keep nothing.
+  keep_options.assign(L, {});
+  const TensorMask all = static_cast<TensorMask>((1u << T) - 1);
+  const int b = spec.backing_level;
+  for (int l = 0; l < L; ++l) {
+    TensorMask allowed = 0;
+    for (int t = 0; t < T; ++t)
+      if (c.levels[l].may_keep & role_bit(e.tensors[t].role)) allowed |= static_cast<TensorMask>(1u << t);
+    const LevelConstraints* lc = constraint(l);
+    if (l == L - 1) keep_options[l] = {all};
+    else if (b >= 0 && l > b) keep_options[l] = {0};
+    else if (lc && lc->keep) keep_options[l] = {static_cast<TensorMask>(*lc->keep)};
+    else
+      for (unsigned m = 0; m <= all; ++m)
+        if ((m & allowed) == m) keep_options[l].push_back(static_cast<TensorMask>(m));
+    if (b >= 0 && l == b)
+      std::erase_if(keep_options[l], [&](TensorMask m) { return (m & spec.onchip_backing) != spec.onchip_backing; });
+    // Roles the level must keep (a tensor backed on chip below this level is exempt).
+    TensorMask must = 0;
+    if (l < L - 1 && !(b >= 0 && l > b))
+      for (int t = 0; t < T; ++t)
+        if (c.levels[l].must_keep & role_bit(e.tensors[t].role)) must |= static_cast<TensorMask>(1u << t);
+    std::erase_if(keep_options[l], [&](TensorMask m) { return (m & must) != must; });
+  }
+  if (spec.bound_scalar && (spec.backing_level >= 0 || spec.rest_tiles > 0))
+    throw std::logic_error("TileSearch: branch and bound needs a single-Einsum search");
+  for (int l = 0; l < L; ++l)
+    for (int t = 0; t < T; ++t)
+      serve_pj[l][t] = t == plan_.output ? plan_.levels[l].update_pj : plan_.levels[l].read_pj;
+  for (int l = L - 1; l >= 0; --l) {
+    if (l == L - 1) {
+      fanout_above[l] = 1;
+    } else {
+      const PlanLevel& up = plan_.levels[l + 1];
+      fanout_above[l] = std::min<int64_t>(int64_t{1} << 40, fanout_above[l + 1] * up.fanout_x * up.fanout_y);
+    }
+    for (int t = 0; t < T; ++t) {
+      double best = std::numeric_limits<double>::infinity();
+      for (int m = l + 1; m < L; ++m) {
+        bool may = false;
+        for (TensorMask k : keep_options[m]) may = may || (k >> t & 1);
+        if (may) best = std::min(best, serve_pj[m][t]);
+      }
+      serve_pj_above[l][t] = best;
+    }
+  }
+  if (spec.merge_passthrough)
+    for (int l = 0; l < top && l + 1 < L; ++l) {
+      const LevelConstraints* above = constraint(l + 1);
+      // A fixed order above could not place the merged loops where the split ones were.
+      bool ok = !(above && above->order) && x_ok[l + 1] == 0 && y_ok[l + 1] == 0 && !(b >= 0 && l >= b);
+      for (int r = 0; r < R && ok; ++r) ok = t_min[l][r] == 1 && t_max[l + 1][r] == e.ranks[r].size;
+      passthrough[l] = ok;
+    }
+  if (spec.merge_supports) {
+    int loops = 0;
+    for (int l = 0; l <= top && l < L; ++l) {
+      for (int r = 0; r < R; ++r)
+        if (e.ranks[r].size > 1 && t_max[l][r] > 1) loopable[l] |= 1u << r;
+      loops += std::popcount(loopable[l]) + std::popcount(x_ok[l]) + std::popcount(y_ok[l]);
+    }
+    merge = loops <= kMaxLoops;
+    for (int l = 0; l <= top && l < L && merge; ++l) {
+      bool safe = true;
+      for (int t = 0; t < T && safe; ++t) {
+        std::array<int, kMaxTensorDims> touched{};
+        for (uint32_t axis_ok : {x_ok[l], y_ok[l]})
+          for (int r = 0; r < R; ++r) {
+            if (!(axis_ok >> r & 1)) continue;
+            int dims = 0;
+            for (size_t d = 0; d < e.tensors[t].dims.size(); ++d)
+              for (const auto& term : e.tensors[t].dims[d])
+                if (term.rank == r) ++dims, ++touched[d];
+            safe = safe && dims <= 1;
+          }
+        for (int n : touched) safe = safe && n <= 1;
+      }
+      if (safe) always_x[l] = x_ok[l], always_y[l] = y_ok[l];
+    }
+  }
+  // Levels 0..top-2 are compared (TileWorker::prune), level top-1 bounded choice by choice
+  // (complete): with the top at level 1, one empty row whose innermost choices are bounded.
+  if (spec.prune_partial && spec.prune && merge && top >= 1) {
+    // Every dimension one rank with coefficient 1, no rank twice in a tensor: a tile moved by a
+    // loop over a rank it indexes shares nothing with the previous one, which is what makes the
+    // counts split into inner and outer parts.
+    bool simple = true;
+    for (int t = 0; t < T; ++t) {
+      simple = simple && plain[t];
+      for (const auto& dim : e.tensors[t].dims) simple = simple && dim.size() == 1 && dim[0].coeff == 1;
+    }
+    partial_ = simple;
+    relaxed_ = plan_;
+    for (int l = 0; l < L; ++l) {
+      relaxed_.levels[l].entries = 0;
+      relaxed_.levels[l].must_keep = 0;
+      relaxed_.levels[l].min_x = relaxed_.levels[l].min_y = 1;
+    }
+    relaxed_.legacy_output_fills = true;
+  }
+  if (partial_) return;  // enumerated level by level from nothing (TileWorker::prune), not from roots
+  std::array<int64_t, kMaxRanks> remaining{};
+  for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
+  std::vector<LevelChoice> first;
+  level_choices(0, remaining, first);
+  for (const LevelChoice& ch : first)
+    for (TensorMask keep : keep_options[0]) {
+      LevelChoice root = ch;
+      root.keep = keep;
+      if (admissible(root, 0)) roots_.push_back(root);
+    }
+}
+
+Mapping TileCandidate::build() const {
+  const int L = search->L, R = search->R;
+  Mapping m;
+  m.levels.resize(L);
+  for (int l = 0; l < L; ++l) {
+    LevelMapping& lm = m.levels[l];
+    lm.keep = (*keep)[l];
+    for (int r : *(*order)[l])
+      if (factor(l, LoopKind::Temporal, r) > 1) lm.loops.push_back({r, factor(l, LoopKind::Temporal, r), LoopKind::Temporal});
+    for (LoopKind k : {LoopKind::SpatialX, LoopKind::SpatialY})
+      for (int r = 0; r < R; ++r)
+        if (factor(l, k, r) > 1) lm.loops.push_back({r, factor(l, k, r), k});
+  }
+  return m;
+}
+
+void TileCandidate::key(Key& out) const {
+  const int L = search->L, R = search->R;
+  out.fill(0);
+  int n = 0;
+  for (int l = L - 1; l >= 0; --l) {
+    out[n++] = (*keep)[l];
+    const std::vector<int>& ord = *(*order)[l];
+    int32_t& len = out[n++];
+    for (int r : ord)
+      if (factors[slot(l, LoopKind::Temporal, r)] > 1) out[n++] = r, out[n++] = factors[slot(l, LoopKind::Temporal, r)], ++len;
+    for (int r = 0; r < R; ++r)
+      out[n++] = factors[slot(l, LoopKind::SpatialX, r)], out[n++] = factors[slot(l, LoopKind::SpatialY, r)];
+  }
+}
+
+}  // namespace mapfuse

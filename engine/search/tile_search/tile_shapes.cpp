@@ -1,0 +1,123 @@
+// Tile-shape enumeration: a level's factor choices (temporal, spatial X and Y per rank) given what
+// remains of each rank, the capacity check of a level's kept tiles, and the size of the temporal
+// mapspace for messages about a mapspace too large to search.
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "engine/search/tile_search/tile_search.hpp"
+
+namespace mapfuse {
+
+
+// All factor choices of level l given what remains of each rank (keep is set by the caller).
+// The top level takes the rest of every rank; above it everything is 1.
+void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining,
+                               std::vector<LevelChoice>& out) const {
+  out.clear();
+  const bool outermost = l >= top;
+  LevelChoice cur;
+  const int64_t fx_max = c_.levels[l].fanout.x, fy_max = c_.levels[l].fanout.y;
+  auto temporal_ok = [&](int r, int64_t f) { return f >= t_min[l][r] && f <= t_max[l][r]; };
+  // The most of each axis ranks r.. could still use (capped at the fan-out), so that a prefix
+  // that can no longer reach min_usage is abandoned before its temporal factors are enumerated
+  // (with full fan-out use required, most spatial prefixes cannot).
+  const int64_t min_x = plan_.levels[l].min_x, min_y = plan_.levels[l].min_y;
+  std::array<int64_t, kMaxRanks + 1> reach_x{}, reach_y{};
+  reach_x[static_cast<size_t>(R)] = reach_y[static_cast<size_t>(R)] = 1;
+  for (int r = R - 1; r >= 0; --r) {
+    const bool spatial = l <= top;
+    reach_x[r] = std::min(fx_max, reach_x[r + 1] * (spatial && (x_ok[l] >> r & 1) ? remaining[r] : 1));
+    reach_y[r] = std::min(fy_max, reach_y[r + 1] * (spatial && (y_ok[l] >> r & 1) ? remaining[r] : 1));
+  }
+  auto rec = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
+    if (used_x * reach_x[r] < min_x || used_y * reach_y[r] < min_y) return;  // min_usage (FanoutUnderused)
+    if (r == R) {
+      out.push_back(cur);
+      return;
+    }
+    for (int64_t sx : divs(remaining[r])) {
+      if (sx > 1 && (l > top || !(x_ok[l] >> r & 1) || used_x * sx > fx_max)) break;
+      for (int64_t sy : divs(remaining[r] / sx)) {
+        if (sy > 1 && (l > top || !(y_ok[l] >> r & 1) || used_y * sy > fy_max)) break;
+        const int64_t rest = remaining[r] / sx / sy;
+        auto take = [&](int64_t t) {
+          if (!temporal_ok(r, t)) return;
+          cur.t[r] = t;
+          cur.x[r] = sx;
+          cur.y[r] = sy;
+          self(self, r + 1, used_x * sx, used_y * sy);
+        };
+        if (outermost) take(rest);
+        else
+          for (int64_t t : divs(rest)) {
+            if (t > t_max[l][r]) break;  // divisors ascend
+            take(t);
+          }
+      }
+    }
+  };
+  rec(rec, 0, 1, 1);
+  if (l == lanes_level && spec_.reduce_orders && out.size() > 1) {
+    // Same factor per rank (loops x lanes) = same tile, same accesses (each operation reads and
+    // writes the level itself); same lanes used = same cycles (copies may use fewer): keep the first.
+    std::set<std::array<int64_t, kMaxRanks + 1>> seen;
+    std::erase_if(out, [&](const LevelChoice& ch) {
+      std::array<int64_t, kMaxRanks + 1> n{};
+      n[kMaxRanks] = 1;
+      for (int r = 0; r < R; ++r) n[r] = ch.t[r] * ch.x[r] * ch.y[r], n[kMaxRanks] *= ch.x[r] * ch.y[r];
+      return !seen.insert(n).second;
+    });
+  }
+}
+
+// Does level l hold its kept tiles for the chosen inner levels (its tile spans levels <= l)?
+bool TileSearch::fits(const LevelChoice* chosen, int l) const {
+  const Level& lv = c_.levels[l];
+  if (lv.entries == 0) return true;
+  int64_t ext[kMaxRanks];
+  for (int r = 0; r < R; ++r) {
+    ext[r] = 1;
+    for (int i = 0; i <= l; ++i) ext[r] *= chosen[i].t[r] * chosen[i].x[r] * chosen[i].y[r];
+  }
+  int64_t words = 0;
+  for (int t = 0; t < T; ++t) {
+    if (!(chosen[l].keep >> t & 1)) continue;
+    int64_t v = 1;
+    for (const auto& dim : e_.tensors[t].dims) v *= Einsum::dim_extent(dim, ext);
+    words += v;
+  }
+  return words * lv.multiple_buffering <= lv.entries;
+}
+
+double TileSearch::temporal_mapspace_size() const {
+  double size = 1;
+  for (int r = 0; r < R; ++r) {
+    // ways[n]: splits of n over the levels done so far (innermost first), by divisor of the size.
+    const std::vector<int64_t>& ds = divs(e_.ranks[r].size);
+    std::unordered_map<int64_t, double> ways{{1, 1.0}};
+    for (int l = 0; l < L; ++l) {
+      std::unordered_map<int64_t, double> next;
+      for (const auto& [n, w] : ways)
+        for (int64_t d : ds)
+          if (d >= t_min[l][r] && d <= t_max[l][r] && e_.ranks[r].size % (n * d) == 0) next[n * d] += w;
+      ways = std::move(next);
+    }
+    size *= ways.count(e_.ranks[r].size) ? ways[e_.ranks[r].size] : 0.0;
+  }
+  for (int l = 0; l < L; ++l) size *= static_cast<double>(keep_options[l].size());
+  return size;
+}
+
+int TileSearch::most_orders_level() const {
+  int best = L - 1, most = -1;
+  for (int l = 0; l < L; ++l) {
+    if (const LevelConstraints* lc = constraint(l); lc && lc->order) continue;
+    int n = 0;
+    for (int r = 0; r < R; ++r) n += t_max[l][r] > 1;
+    if (n > most) most = n, best = l;
+  }
+  return best;
+}
+
+}  // namespace mapfuse
