@@ -15,6 +15,7 @@
 #include "engine/common/error.hpp"
 #include "engine/arch/arch_toml.hpp"
 #include "engine/cost/coala.hpp"
+#include "engine/search/stream/tile_costs.hpp"
 #include "engine/cost/tile_cost_csv.hpp"
 #include "engine/search/stream/allocation.hpp"
 #include "engine/search/stream/schedule_problem.hpp"
@@ -260,11 +261,12 @@ int run_pipeline(const ScheduleOptions* o) {
   seconds["allocation"] = since(t);
 
   t = clock::now();
-  if (o->tile_costs.empty())
-    throw InputError({}, "--tile-costs",
-                     "required in this build: mapper-based tile costs (map_tile_costs) are not wired into the command yet");
+  // Without a table, mapfuse's own mapper costs every unique (CT shape, core) (Stream's criterion:
+  // fewest cycles, then least energy).
+  TileCostStats cost_stats;
   const std::vector<TileCost> costs =
-      std::filesystem::is_directory(o->tile_costs)
+      o->tile_costs.empty() ? map_tile_costs(w, g.tiles, arch, cores, TileCostOptions{}, &cost_stats)
+      : std::filesystem::is_directory(o->tile_costs)
           ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, g.tiles, arch, cores)
           : read_tile_costs(o->tile_costs, w, g.tiles, arch, cores);
   if (!o->write_tile_costs.empty()) write_tile_costs(o->write_tile_costs, w, g.tiles, arch, cores, costs);
@@ -302,6 +304,11 @@ int run_pipeline(const ScheduleOptions* o) {
                             {"memory_eviction", e.memory[2]}, {"memory_sink", e.memory[3]}};
     for (const auto& [k, v] : e.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
     j["peak_memory_bits"] = s.peak_memory_bits;
+    j["tile_cost_source"] = o->tile_costs.empty() ? "mapper" : "table";
+    if (o->tile_costs.empty())
+      j["tile_cost_stats"] = {{"unique_keys", cost_stats.unique_keys},
+                              {"mapper_problems", cost_stats.mapper_problems},
+                              {"mappings_evaluated", cost_stats.mappings_evaluated}};
     j["seconds"] = seconds;
     for (size_t l = 0; l < w.einsums.size(); ++l) {
       nlohmann::json names = nlohmann::json::array();
@@ -343,7 +350,7 @@ Command add_schedule_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md) or greedy");
   cmd->add_option("--tile-costs", o->tile_costs, "a tile-cost table (CSV, docs/stream.md) or a Stream dump folder "
-                                                 "(its cost_lut.csv and cns.csv)");
+                                                 "(its cost_lut.csv and cns.csv); without it, mapfuse's own mapper costs each unique CT shape on its core");
   cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();

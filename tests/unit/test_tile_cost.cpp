@@ -1,4 +1,4 @@
-// Per-tile costs from mapfuse's own mapper (engine/cost/tile_cost.hpp, docs/stream.md "Per-tile cost").
+// Per-tile costs from mapfuse's own mapper (engine/search/stream/tile_costs.hpp, docs/stream.md "Per-tile cost").
 #include <doctest/doctest.h>
 
 #include <string>
