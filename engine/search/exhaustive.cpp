@@ -30,6 +30,7 @@ struct ExhaustiveSink final : TileSink {
   int64_t valid = 0;
 
   bool front = true;
+  double max_cycles = std::numeric_limits<double>::infinity();
   // Branch and bound: the best objective value any thread has found (so far).
   std::atomic<double>* incumbent = nullptr;
 
@@ -38,11 +39,12 @@ struct ExhaustiveSink final : TileSink {
 
   // Strictly worse than a mapping already found: an optimum (or a tie) is never cut.
   bool beaten(double energy_pj, double cycles, int level, int64_t) override {
-    return level < 0 && objective_value(objective, energy_pj, cycles) > incumbent->load(std::memory_order_relaxed);
+    return level < 0 && (cycles > max_cycles ||
+                         objective_value(objective, energy_pj, cycles) > incumbent->load(std::memory_order_relaxed));
   }
 
   void consume(const TileCandidate& cand, const CompactCost& r) override {
-    if (!r.valid()) return;
+    if (!r.valid() || r.cycles > max_cycles) return;
     ++valid;
     const double v = objective_value(objective, r);
     std::optional<Mapping> m;
@@ -97,13 +99,17 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.prune = opt.prune;
   spec.reduce_orders = opt.reduce_orders;
   spec.max_evaluations = opt.max_mappings;
-  spec.bound_scalar = !opt.front;
+  spec.bound_scalar = !opt.front && !opt.onchip_backing;
+  spec.onchip_backing = opt.onchip_backing;
   std::atomic<double> incumbent{std::numeric_limits<double>::infinity()};
   TileSearch s(e, c, space, spec);
   const int threads = omp_get_max_threads();
   std::vector<ExhaustiveSink> sinks;
   sinks.reserve(static_cast<size_t>(threads));
-  for (int i = 0; i < threads; ++i) sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
+  for (int i = 0; i < threads; ++i) {
+    sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
+    sinks.back().max_cycles = opt.max_cycles;
+  }
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
@@ -145,7 +151,12 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     for (size_t i = 0; i < l.pareto.size(); ++i) all.emplace_back(std::move(l.pareto_text[i]), std::move(l.pareto[i]));
   }
   if (best) out.best = best->best;
-  if (out.best) out.cost = evaluate(s.plan(), flatten(*out.best));  // the full breakdown
+  if (out.best) {  // the full breakdown
+    FlatMapping f = flatten(*out.best);
+    f.keep[f.n_levels - 1] = static_cast<TensorMask>(f.keep[f.n_levels - 1] & ~opt.onchip_backing);
+    f.onchip_backing = opt.onchip_backing;
+    out.cost = evaluate(s.plan(), f);
+  }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.energy_pj != b.second.energy_pj) return a.second.energy_pj < b.second.energy_pj;
     if (a.second.cycles != b.second.cycles) return a.second.cycles < b.second.cycles;

@@ -9,6 +9,7 @@
 // innermost level's choices; the result does not depend on the thread count (ties are broken by
 // the mapping's text). Without the front, branch and bound skips choices that cannot be optimal.
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -28,6 +29,16 @@ struct ExhaustiveOptions {
   // whose completions cannot beat the best mapping found so far are not extended; the front is
   // left empty and the counts depend on the thread count (the optimum does not).
   bool front = true;
+  // Tensors the caller's constraints hold whole on chip (Stream's per-tile costs, tile_cost.hpp):
+  // the outermost level does not keep them and their outermost kept level is their backing store
+  // (FlatMapping::onchip_backing; Mapping::levels.back().keep still lists them). The constraints
+  // must keep each at one level with no loop above it over its ranks. Branch and bound is not
+  // used with it (its bounds assume DRAM backing): the whole mapspace is evaluated.
+  TensorMask onchip_backing = 0;
+  // Only mappings of at most this many cycles count (and branch and bound cuts choices whose
+  // cycles bound exceeds it): with objective Energy and the least cycles found by a first search,
+  // the least energy among the fastest mappings (Stream's "min latency, then min energy").
+  double max_cycles = std::numeric_limits<double>::infinity();
 };
 
 struct ParetoMapping {

@@ -1,0 +1,241 @@
+// Per-tile costs from mapfuse's own mapper (engine/cost/tile_cost.hpp, docs/stream.md "Per-tile cost").
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/cost/tile_cost.hpp"
+#include "engine/search/exhaustive.hpp"
+#include "tile_workloads.hpp"
+
+using namespace mapfuse;
+
+namespace {
+
+using test::conv;
+using test::finalized;
+using test::source;
+
+// src (8 channels, 8x8) -> conv1 -> conv2 (3x3, pad 1, 8 -> 8 channels): identical convs.
+Workload two_conv_chain() {
+  return finalized({source("x", "a", 8, 8, 8), conv("conv1", "a", 8, 8, 8, 8, 3, 1, 1),
+                    conv("conv2", "conv1", 8, 8, 8, 8, 3, 1, 1)});
+}
+
+// Every layer cut into rows (one CT per output row), all in one fused stack.
+TileSet rows(const Workload& w) {
+  TilingOptions o;
+  o.layers.resize(w.einsums.size());
+  std::vector<int> all;
+  for (size_t i = 0; i < w.einsums.size(); ++i) {
+    const int r = row_rank(w.einsums[i]);
+    o.layers[i].intra = {{w.einsums[i].ranks[static_cast<size_t>(r)].name, 0, 1}};
+    all.push_back(static_cast<int>(i));
+  }
+  o.stacks = layer_stacks_manual(w, {all});
+  return generate_tiles(w, o);
+}
+
+}  // namespace
+
+TEST_CASE("tile cost: a CT's cost is the exhaustive mapper's on the CT-sized Einsum") {
+  const Architecture a = load_architecture("tpu_like_quad_core");
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
+  const TileSet ts = rows(w);
+  REQUIRE(ts.tiles.size() == 12);
+  const std::vector<int> core(ts.tiles.size(), 2);
+  const int tile = ts.layer_first[1] + 2;  // conv row 2: an interior row
+
+  // By hand: the conv with one output row; tpu_like's levels are rf_128B, rf_2B, sram_2MB, DRAM.
+  // Everything fits the 2 MiB SRAM: it keeps the whole CT (no loop above it) and backs all three.
+  const Einsum e = conv("conv", "a", 8, 32, 1, 6, 3, 1, 1);
+  const Core& c = a.cores[2];
+  REQUIRE(c.levels.size() == 4);
+  REQUIRE(c.levels[2].name == "sram_2MB");
+  Mapspace space;
+  space.levels.resize(4);
+  space.levels[2].keep = 0b111;
+  space.levels[3].max_factor.assign(e.ranks.size(), int64_t{1});
+  ExhaustiveOptions xo;
+  xo.onchip_backing = 0b111;
+
+  SUBCASE("Stream's criterion: fewest cycles, then least energy") {
+    xo.front = true;
+    const MapperResult r = exhaustive_search(e, c, space, xo);
+    REQUIRE(!r.pareto.empty());
+    const ParetoMapping& fastest = r.pareto.back();  // the front is by energy: cycles descend
+    TileCostStats st;
+    const auto costs = map_tile_costs(w, ts, a, core, {}, &st);
+    const TileCost& tc = costs[static_cast<size_t>(tile)];
+    CHECK(tc.latency_cc == fastest.cycles);
+    CHECK(tc.onchip_energy_pj == fastest.energy_pj);
+    CHECK(tc.offchip_energy_pj == 0);
+    CHECK(!tc.any_offchip());
+    // 6 x 8 x 32 x 9 MACs on 32 x 32 PEs: at least 14 cycles.
+    CHECK(tc.latency_cc >= 13824.0 / 1024);
+    // Footprints: the input box is 3 rows x 6 columns (clipped from 8) x 8 channels of 8 bits.
+    REQUIRE(tc.operands.size() == 3);
+    CHECK(tc.operands[0].memory_bits == 32 * 8 * 9 * 8);  // weights K x C x R x S
+    CHECK(tc.operands[1].memory_bits == 8 * 3 * 6 * 8);
+    CHECK(tc.operands[2].memory_bits == 32 * 6 * 8);
+    CHECK(st.tiles == 12);
+    // Keys: the source's rows, the conv's edge rows (input box clipped to 2 rows) and interior
+    // rows; the conv's two differ only in their boxes: one mapping problem, mapped twice (the
+    // fewest cycles, then the least energy at those cycles).
+    CHECK(st.unique_keys == 3);
+    CHECK(st.mapper_problems == 2);
+    CHECK(st.mapper_calls == 4);
+    CHECK(costs[static_cast<size_t>(ts.layer_first[1])].operands[1].memory_bits == 8 * 2 * 6 * 8);
+  }
+  SUBCASE("a scalar objective") {
+    xo.front = false;
+    xo.objective = Objective::Edp;
+    const MapperResult r = exhaustive_search(e, c, space, xo);
+    REQUIRE(r.best);
+    TileCostOptions o;
+    o.objective = Objective::Edp;
+    o.energy_tiebreak = false;
+    const TileCost tc = map_tile_costs(w, ts, a, core, o)[static_cast<size_t>(tile)];
+    CHECK(tc.latency_cc == r.cost.cycles);
+    CHECK(tc.onchip_energy_pj == r.cost.energy_pj);
+    // Backed on chip, nothing reaches DRAM.
+    CHECK(r.cost.level_energy_pj[3] == 0);
+  }
+}
+
+TEST_CASE("tile cost: each unique (CT shape, core) is mapped once; identical layers share") {
+  const Architecture a = load_architecture("tpu_like_quad_core");
+  const Workload w = two_conv_chain();
+  const TileSet ts = rows(w);
+  REQUIRE(ts.tiles.size() == 24);  // 8 rows per layer
+  const int c1 = ts.layer_first[1], c2 = ts.layer_first[2];
+
+  // On one core: the source's rows are all alike (1 key); each conv has edge rows (input box of
+  // 2 rows: the halo clipped) and interior rows (3): 2 keys, and conv2 is conv1 again.
+  std::vector<int> core(ts.tiles.size(), 0);
+  TileCostStats st;
+  auto costs = map_tile_costs(w, ts, a, core, {}, &st);
+  CHECK(st.tiles == 24);
+  CHECK(st.unique_keys == 3);
+  CHECK(st.mapper_problems == 2);
+  CHECK(st.mapper_calls == 4);
+  CHECK(st.mappings_evaluated > 0);
+  CHECK(costs[c1].operands[1].memory_bits == 8 * 2 * 8 * 8);
+  CHECK(costs[c1 + 1].operands[1].memory_bits == 8 * 3 * 8 * 8);
+  CHECK(costs[c1 + 7].operands[1].memory_bits == 8 * 2 * 8 * 8);
+  for (int r = 0; r < 8; ++r) {
+    CHECK(costs[c2 + r].latency_cc == costs[c1 + r].latency_cc);
+    CHECK(costs[c2 + r].onchip_energy_pj == costs[c1 + r].onchip_energy_pj);
+  }
+  // The Timeloop-semantics model counts the padded halo as data: the edge rows cost as much.
+  CHECK(costs[c1].latency_cc == costs[c1 + 3].latency_cc);
+
+  // conv2 on another core: tpu_like_1 is tpu_like_0 again, so the keys are shared...
+  for (int r = 0; r < 8; ++r) core[static_cast<size_t>(c2 + r)] = 1;
+  const auto costs1 = map_tile_costs(w, ts, a, core, {}, &st);
+  CHECK(st.unique_keys == 3);
+  CHECK(costs1[c2 + 4].latency_cc == costs[c2 + 4].latency_cc);
+  CHECK(costs1[c2 + 4].onchip_energy_pj == costs[c2 + 4].onchip_energy_pj);
+  // ... unless it differs: with twice the SRAM read energy, conv2's 2 keys are its own.
+  Architecture b = a;
+  b.cores[1].levels[2].read_pj *= 2;
+  const auto costs2 = map_tile_costs(w, ts, b, core, {}, &st);
+  CHECK(st.unique_keys == 5);
+  CHECK(st.mapper_problems == 3);
+  CHECK(st.mapper_calls == 6);
+  CHECK(costs2[c2 + 4].onchip_energy_pj > costs[c2 + 4].onchip_energy_pj);
+  CHECK(costs2[c1 + 4].onchip_energy_pj == costs[c1 + 4].onchip_energy_pj);
+}
+
+TEST_CASE("tile cost: operands that do not fit go off-chip, largest first") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  Core& c = a.cores[0];
+  REQUIRE(c.levels[2].name == "sram_2MB");
+  c.levels[2].entries = 1024;  // a 1 KiB SRAM
+  // A[8,64] (512 values) x B[64,32] (weights, 2048) -> Z[8,32] (256): B goes, A and Z (768) fit.
+  const Workload w = finalized({make_matmul("mm", 8, 32, 64)});
+  const TileSet ts = generate_tiles(w, {});
+  REQUIRE(ts.tiles.size() == 1);
+  const std::vector<int> core = {0};
+  TileCostStats st;
+  const TileCost tc = map_tile_costs(w, ts, a, core, {}, &st).at(0);
+  REQUIRE(tc.operands.size() == 3);
+  CHECK(!tc.operands[0].offchip);
+  CHECK(tc.operands[1].offchip);
+  CHECK(!tc.operands[2].offchip);
+  CHECK(tc.operands[0].memory_bits == 512 * 8);
+  CHECK(tc.operands[1].memory_bits == 0);
+  CHECK(tc.operands[2].memory_bits == 256 * 8);
+  // By hand: the DRAM port moves 8 words per cycle, so B takes 256 cycles if read once; the array
+  // needs only 16 (16384 MACs on 32 x 32 PEs), so the fastest mapping reads B exactly once:
+  // 2048 words x 125 pJ, 256 cycles, 2048 x 8 bits / 256 cycles = 64 bits per cycle.
+  CHECK(tc.latency_cc == 256);
+  CHECK(tc.offchip_energy_pj == 2048 * 125.0);
+  CHECK(tc.operands[1].dram_bits_per_cycle == 64);
+  CHECK(tc.onchip_energy_pj > 16384 * 0.04);
+  CHECK(st.mapper_calls >= 1);
+
+  SUBCASE("on a core with room, nothing goes off-chip") {
+    const Architecture big = load_architecture("tpu_like_quad_core");
+    const TileCost t2 = map_tile_costs(w, ts, big, core, {}).at(0);
+    CHECK(!t2.any_offchip());
+    CHECK(t2.offchip_energy_pj == 0);
+    CHECK(t2.latency_cc < 256);
+  }
+}
+
+TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets more operands off-chip") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  a.cores[0].levels[2].entries = 2600;
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
+  const TileSet ts = rows(w);
+  const std::vector<int> core(ts.tiles.size(), 0);
+  TileCostStats st;
+  const auto costs = map_tile_costs(w, ts, a, core, {}, &st);
+  // Edge row: boxes 2304 (weights) + 96 (input: 2 rows x 6 columns x 8) + 192 (output) = 2592
+  // words fit 2600, but held whole the input is 3 x 8 x 8 (the halo's padding included): 2688
+  // do not, so the weights (the largest) go off-chip after all. Interior rows: 2304 + 144 + 192
+  // = 2640, off-chip by the rule itself.
+  const TileCost& edge = costs[static_cast<size_t>(ts.layer_first[1])];
+  const TileCost& mid = costs[static_cast<size_t>(ts.layer_first[1] + 2)];
+  CHECK(edge.operands[0].offchip);
+  CHECK(!edge.operands[1].offchip);
+  CHECK(mid.operands[0].offchip);
+  CHECK(edge.latency_cc == mid.latency_cc);
+  CHECK(edge.offchip_energy_pj == mid.offchip_energy_pj);
+  // The weights read once from DRAM: 2304 words x 125 pJ.
+  CHECK(mid.offchip_energy_pj == 2304 * 125.0);
+  CHECK(st.unique_keys == 3);
+  CHECK(st.mapper_problems == 3);  // the edge and interior rows differ in what the rule sends off-chip
+}
+
+TEST_CASE("tile cost: bad allocations and CTs that cannot be mapped") {
+  const Architecture a = load_architecture("tpu_like_quad_core");
+  const Workload w = finalized({make_matmul("mm", 8, 32, 64)});
+  const TileSet ts = generate_tiles(w, {});
+  auto message = [&](const Architecture& arch, std::vector<int> core) {
+    try {
+      map_tile_costs(w, ts, arch, core, {});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  // pooling_4 runs pools only.
+  const std::string pool = message(a, {a.node_index("pooling_4")});
+  CHECK(pool.find("mm") != std::string::npos);
+  CHECK(pool.find("pooling_4") != std::string::npos);
+  CHECK(pool.find("cannot run a mac") != std::string::npos);
+  CHECK(message(a, {17}).find("core 17 does not exist") != std::string::npos);
+  CHECK(message(a, {0, 0}).find("2 cores given for 1 CTs") != std::string::npos);
+  // A 1-word SRAM that must keep every role: no mapping fits even with all operands off-chip.
+  Architecture tiny = a;
+  tiny.cores[1].levels[2].entries = 1;
+  tiny.cores[1].levels[2].must_keep = kAllRoles;
+  const std::string none = message(tiny, {1});
+  CHECK(none.find("layer 'mm', CT 0") != std::string::npos);
+  CHECK(none.find("tpu_like_1") != std::string::npos);
+  CHECK(none.find("even with every operand in off-chip memory") != std::string::npos);
+}
