@@ -15,6 +15,7 @@
 #include "engine/common/error.hpp"
 #include "engine/arch/arch_toml.hpp"
 #include "engine/cost/coala.hpp"
+#include "engine/cost/tile_cost.hpp"
 #include "engine/cost/tile_cost_csv.hpp"
 #include "engine/search/stream/allocation.hpp"
 #include "engine/search/stream/schedule_problem.hpp"
@@ -260,11 +261,12 @@ int run_pipeline(const ScheduleOptions* o) {
   seconds["allocation"] = since(t);
 
   t = clock::now();
-  if (o->tile_costs.empty())
-    throw InputError({}, "--tile-costs",
-                     "required in this build: mapper-based tile costs (map_tile_costs) are not wired into the command yet");
+  // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
+  TileCostStats tstats;
+  const bool mapped = o->tile_costs.empty();
   const std::vector<TileCost> costs =
-      std::filesystem::is_directory(o->tile_costs)
+      mapped ? map_tile_costs(w, g.tiles, arch, cores, TileCostOptions{}, &tstats)
+      : std::filesystem::is_directory(o->tile_costs)
           ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, g.tiles, arch, cores)
           : read_tile_costs(o->tile_costs, w, g.tiles, arch, cores);
   if (!o->write_tile_costs.empty()) write_tile_costs(o->write_tile_costs, w, g.tiles, arch, cores, costs);
@@ -303,6 +305,13 @@ int run_pipeline(const ScheduleOptions* o) {
     for (const auto& [k, v] : e.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
     j["peak_memory_bits"] = s.peak_memory_bits;
     j["seconds"] = seconds;
+    j["tile_costs"] = mapped ? nlohmann::json{{"source", "mapper"}, {"tiles", tstats.tiles},
+                                              {"unique_keys", tstats.unique_keys},
+                                              {"mapper_problems", tstats.mapper_problems},
+                                              {"mapper_calls", tstats.mapper_calls},
+                                              {"mappings_evaluated", tstats.mappings_evaluated},
+                                              {"seconds", tstats.seconds}}
+                             : nlohmann::json{{"source", o->tile_costs}};
     for (size_t l = 0; l < w.einsums.size(); ++l) {
       nlohmann::json names = nlohmann::json::array();
       for (int c : per_layer[l]) names.push_back(arch.cores[size_t(c)].name);
@@ -314,6 +323,11 @@ int run_pipeline(const ScheduleOptions* o) {
                g.edges.size(), g.tiles.stacks.size(), o->mode, o->semantics);
     fmt::print("latency  {:.10g} cc\nenergy   {:.12g} pJ\nEDP      {:.6g} cc*pJ\n", s.latency_cc, energy, s.latency_cc * energy);
     for (const auto& [k, v] : s.energy.stream_breakdown()) fmt::print("  {:<46} {:.12g}\n", k, v);
+    if (mapped)
+      fmt::print("tile costs: mapper, {} CTs, {} unique (CT shape, core) keys, {} mapping problems, {} mapper calls, "
+                 "{} mappings evaluated, {:.3f} s\n",
+                 tstats.tiles, tstats.unique_keys, tstats.mapper_problems, tstats.mapper_calls,
+                 tstats.mappings_evaluated, tstats.seconds);
     fmt::print("seconds: load {:.3f}, tiles {:.3f}, allocation {:.3f}, tile costs {:.3f}, problem {:.3f}, schedule {:.3f}\n",
                seconds["load"].get<double>(), seconds["tiles"].get<double>(), seconds["allocation"].get<double>(),
                seconds["tile_costs"].get<double>(), seconds["problem"].get<double>(), seconds["schedule"].get<double>());
@@ -343,7 +357,8 @@ Command add_schedule_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md) or greedy");
   cmd->add_option("--tile-costs", o->tile_costs, "a tile-cost table (CSV, docs/stream.md) or a Stream dump folder "
-                                                 "(its cost_lut.csv and cns.csv)");
+                                                 "(its cost_lut.csv and cns.csv); without it, mapfuse's mapper "
+                                                 "costs each unique (CT shape, core)");
   cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();
