@@ -46,8 +46,8 @@ UnitResult run_ffm_baseline(const WorkUnit& unit);
 // best DRAM in MB) at each improvement.
 UnitResult run_get_partition(const WorkUnit& unit);
 
-// Computes one "schedule" unit (Stream's COALA on a multi-core architecture, docs/stream.md,
-// "Schedules in studies"): energy_pj, cycles (the latency), edp; metrics latency_cc, energy_pj,
+// Computes one "schedule" unit (Stream's COALA on a multi-core architecture, docs/studies.md,
+// "Stream schedules"): energy_pj, cycles (the latency), edp; metrics latency_cc, energy_pj,
 // cts, edges, stacks, transfers, energy_<part>_pj (the ten parts, summing to energy_pj),
 // peak_core_memory_bits, schedule_seconds and, with mapper costs, tile_cost_unique_keys,
 // tile_cost_mapper_calls, tile_cost_seconds; data: the schedule record (results/schedule_h5.hpp).

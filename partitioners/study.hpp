@@ -120,7 +120,7 @@ struct StudyGet {
   bool assume_monotone = false;
 };
 
-// Stream schedules (docs/stream.md, "Schedules in studies"): one "schedule" unit per (workload,
+// Stream schedules (docs/studies.md, "Stream schedules"): one "schedule" unit per (workload,
 // architecture, mode); each runs `mapfuse schedule`'s pipeline (tiles, allocation, tile costs from
 // the mapper or a table, COALA) and lands with its totals as metrics and its schedule under the
 // study file's /schedules. Deterministic: no seeds. Relative paths are taken from the study file's
