@@ -74,6 +74,10 @@ Command add_report_command(CLI::App& app) {
                                            "objective, sweep parameters): `mapfuse report {} --csv` (or --units here); "
                                            "pandas: docs/results.md.", *path);
             std::cout << (*csv ? report_csv(s) : report_markdown(s, sweep, options));
+            if (!*csv) {
+              const std::vector<ScheduleRecord> schedules = read_schedules_group(*path);
+              if (!schedules.empty()) std::cout << schedule_report_markdown(schedules);
+            }
             if (!*no_plots) {
               const std::string dir = plots->empty() ? (std::filesystem::path(*path).replace_extension("").string() + "_plots") : *plots;
               for (const std::string& f : write_plots(*path, dir, sweep_csv(s, sweep), options.layer_order))

@@ -12,60 +12,14 @@
 
 #include "cli/commands.hpp"
 #include "cli/schedule_record.hpp"
+#include "cli/schedule_run.hpp"
 #include "engine/common/error.hpp"
-#include "engine/arch/arch_toml.hpp"
 #include "engine/cost/coala.hpp"
-#include "engine/search/stream/tile_costs.hpp"
-#include "engine/cost/tile_cost_csv.hpp"
 #include "engine/search/stream/allocation.hpp"
-#include "engine/search/stream/schedule_problem.hpp"
 #include "engine/validation/stream_replay.hpp"
-#include "engine/workload/load.hpp"
-#include "engine/workload/onnx_import.hpp"
-#include "engine/workload/tile_graph.hpp"
 
 namespace mapfuse::cli {
 namespace {
-
-// The scheduler's switches and, for a workload run, the builder's (`problem`; null for a replay,
-// whose folder fixes the problem).
-coala::Options parse_options(const std::string& semantics, const std::vector<std::string>& sets,
-                             ScheduleProblemOptions* problem = nullptr) {
-  coala::Semantics s;
-  if (semantics == "stream") {
-    s = coala::Semantics::Stream;
-  } else if (semantics == "mapfuse") {
-    s = coala::Semantics::Mapfuse;
-  } else {
-    throw InputError({}, "--semantics",
-                     "unknown semantics '" + semantics + "'; expected stream or mapfuse" +
-                         did_you_mean(semantics, {"stream", "mapfuse"}));
-  }
-  coala::Options o = coala::Options::for_semantics(s);
-  std::vector<std::pair<std::string, bool*>> switches = {
-      {"dedup_only_equal_start", &o.dedup_only_equal_start},
-      {"sync_cores_at_layer_start", &o.sync_cores_at_layer_start},
-      {"constant_priority_overcount", &o.constant_priority_overcount},
-      {"input_headstart", &o.input_headstart}};
-  if (problem) {
-    *problem = ScheduleProblemOptions::for_semantics(s);
-    switches.emplace_back("sinks_by_layer_edges", &problem->sinks_by_layer_edges);
-  }
-  for (const auto& kv : sets) {
-    const auto eq = kv.find('=');
-    const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
-    std::vector<std::string> names;
-    bool* target = nullptr;
-    for (const auto& [name, p] : switches) {
-      names.push_back(name);
-      if (name == k) target = p;
-    }
-    if (!target) throw InputError({}, "--set", "unknown switch '" + k + "'" + did_you_mean(k, names));
-    if (v != "0" && v != "1") throw InputError({}, "--set " + k, "expected " + k + "=0 or " + k + "=1");
-    *target = v == "1";
-  }
-  return o;
-}
 
 struct ScheduleOptions {
   std::string replay, semantics = "stream", output;
@@ -78,7 +32,7 @@ struct ScheduleOptions {
 };
 
 int run_replay(const ScheduleOptions* o) {
-  const coala::Options opt = parse_options(o->semantics, o->sets);
+  const coala::Options opt = schedule_options(o->semantics, o->sets);
   const StreamReplay replay = load_stream_replay(o->replay);
   const auto t0 = std::chrono::steady_clock::now();
   const coala::Schedule s = coala::schedule(replay.problem, opt);
@@ -156,129 +110,29 @@ int run_replay(const ScheduleOptions* o) {
   return strict && !c.ok() ? 1 : 0;
 }
 
-// "0-10,11-21" -> stacks of Einsum indices.
-std::vector<std::vector<int>> parse_stacks(const std::string& s) {
-  std::vector<std::vector<int>> out;
-  size_t a = 0;
-  while (a <= s.size()) {
-    size_t b = s.find(',', a);
-    if (b == std::string::npos) b = s.size();
-    const std::string item = s.substr(a, b - a);
-    a = b + 1;
-    const auto dash = item.find('-');
-    try {
-      size_t used = 0;
-      const int lo = std::stoi(item, &used);
-      int hi = lo;
-      if (dash != std::string::npos) {
-        if (used != dash) throw std::invalid_argument(item);
-        hi = std::stoi(item.substr(dash + 1), &used);
-        if (used != item.size() - dash - 1) throw std::invalid_argument(item);
-      } else if (used != item.size()) {
-        throw std::invalid_argument(item);
-      }
-      if (lo < 0 || hi < lo) throw std::invalid_argument(item);
-      std::vector<int> st;
-      for (int i = lo; i <= hi; ++i) st.push_back(i);
-      out.push_back(st);
-    } catch (const std::exception&) {
-      throw InputError({}, "--stacks", "expected auto, first or Einsum index ranges like \"0-10,11-21\", got '" + item + "'");
-    }
-  }
-  return out;
-}
-
-// The weight memory of the cores that run MAC layers (Stream's stack rule): the smallest, over
-// those cores, outermost on-chip level that may keep weights.
-int64_t weight_capacity_bits(const Architecture& a) {
-  int64_t cap = -1;
-  for (const Core& c : a.cores) {
-    if (!c.can_run(OpKind::Mac)) continue;
-    for (int l = int(c.levels.size()) - 2; l >= 0; --l)
-      if (c.levels[size_t(l)].may_keep & role_bit(TensorRole::Weight)) {
-        const Level& lv = c.levels[size_t(l)];
-        const int64_t bits = lv.entries * lv.word_bits * lv.instances;
-        if (cap < 0 || bits < cap) cap = bits;
-        break;
-      }
-  }
-  return cap < 0 ? 0 : cap;
-}
-
 int run_pipeline(const ScheduleOptions* o) {
-  using clock = std::chrono::steady_clock;
-  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
-  nlohmann::json seconds;
-  ScheduleProblemOptions popt;
-  const coala::Options opt = parse_options(o->semantics, o->sets, &popt);
-  if (o->mode != "fused" && o->mode != "lbl")
-    throw InputError({}, "--mode", "expected fused or lbl, got '" + o->mode + "'" + did_you_mean(o->mode, {"fused", "lbl"}));
-  int64_t inter_parts = 4;
-  if (o->granularity.rfind("stream", 0) == 0) {
-    const std::string rest = o->granularity.substr(6);
-    if (!rest.empty()) {
-      try {
-        size_t used = 0;
-        if (rest[0] != ':') throw std::invalid_argument(rest);
-        inter_parts = std::stoll(rest.substr(1), &used);
-        if (used != rest.size() - 1 || inter_parts < 1) throw std::invalid_argument(rest);
-      } catch (const std::exception&) {
-        throw InputError({}, "--granularity", "expected stream or stream:N with N >= 1, got '" + o->granularity + "'");
-      }
-    }
-  } else {
-    throw InputError({}, "--granularity", "expected stream or stream:N, got '" + o->granularity + "'");
-  }
-
-  auto t = clock::now();
-  const Architecture arch = load_architecture(o->arch);
-  Workload w;
-  if (std::filesystem::path(o->workload).extension() == ".onnx") {
-    OnnxOptions oo;
-    oo.fold_unary = o->fold_unary;
-    w = import_onnx(o->workload, oo);
-  } else {
-    w = load_workload(o->workload);
-  }
-  seconds["load"] = since(t);
-
-  t = clock::now();
-  TilingOptions tiling;
-  tiling.layers = stream_tiling(w, inter_parts);
-  if (o->mode == "lbl") {
-    tiling.stacks = layer_stacks_lbl(w);
-  } else if (o->stacks == "auto" || o->stacks == "first") {
-    tiling.stacks = layer_stacks_auto(w, weight_capacity_bits(arch), o->stacks == "first");
-  } else {
-    tiling.stacks = layer_stacks_manual(w, parse_stacks(o->stacks));
-  }
-  const TileGraph g = build_tile_graph(w, tiling);
-  seconds["tiles"] = since(t);
-
-  t = clock::now();
-  const std::vector<int> cores = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
-                                                           : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
-  seconds["allocation"] = since(t);
-
-  t = clock::now();
-  // Without a table, mapfuse's own mapper costs every unique (CT shape, core) (Stream's criterion:
-  // fewest cycles, then least energy).
-  TileCostStats cost_stats;
-  const std::vector<TileCost> costs =
-      o->tile_costs.empty() ? map_tile_costs(w, g.tiles, arch, cores, TileCostOptions{}, &cost_stats)
-      : std::filesystem::is_directory(o->tile_costs)
-          ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, g.tiles, arch, cores)
-          : read_tile_costs(o->tile_costs, w, g.tiles, arch, cores);
-  if (!o->write_tile_costs.empty()) write_tile_costs(o->write_tile_costs, w, g.tiles, arch, cores, costs);
-  seconds["tile_costs"] = since(t);
-
-  t = clock::now();
-  const coala::Problem problem = build_schedule_problem(w, g, arch, cores, costs, popt);
-  seconds["problem"] = since(t);
-  t = clock::now();
-  const coala::Schedule s = coala::schedule(problem, opt);
-  seconds["schedule"] = since(t);
-
+  ScheduleSpec spec;
+  spec.arch = o->arch;
+  spec.workload = o->workload;
+  spec.mode = o->mode;
+  spec.stacks = o->stacks;
+  spec.granularity = o->granularity;
+  spec.allocation = o->allocation;
+  spec.tile_costs = o->tile_costs;
+  spec.write_tile_costs = o->write_tile_costs;
+  spec.semantics = o->semantics;
+  spec.sets = o->sets;
+  spec.fold_unary = o->fold_unary;
+  const ScheduleRun run = run_schedule(spec);
+  const Architecture& arch = run.arch;
+  const Workload& w = run.workload;
+  const TileGraph& g = run.graph;
+  const coala::Problem& problem = run.problem;
+  const coala::Schedule& s = run.schedule;
+  const nlohmann::json& seconds = run.seconds;
+  const bool mapped = run.mapped;
+  const TileCostStats& tstats = run.tile_cost_stats;
+  const std::vector<int>& cores = run.core_of_tile;
   if (!o->output.empty())  // named after the workload
     write_schedule_h5(o->output, {schedule_record(w.name, o->semantics, o->workload, problem, s)});
   const double energy = s.energy.total();
@@ -296,20 +150,17 @@ int run_pipeline(const ScheduleOptions* o) {
     j["edges"] = g.edges.size();
     j["stacks"] = g.tiles.stacks.size();
     j["transfers"] = s.transfers.size();
-    const auto& e = s.energy;
-    j["energy_parts_pj"] = {{"cn_onchip", e.cn_onchip}, {"cn_offchip", e.cn_offchip},
-                            {"link_offchip", e.link[0]}, {"link_core_to_core", e.link[1]},
-                            {"link_eviction", e.link[2]}, {"link_sink", e.link[3]},
-                            {"memory_offchip", e.memory[0]}, {"memory_core_to_core", e.memory[1]},
-                            {"memory_eviction", e.memory[2]}, {"memory_sink", e.memory[3]}};
-    for (const auto& [k, v] : e.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
+    for (const auto& [k, v] : energy_parts(s.energy)) j["energy_parts_pj"][k] = v;
+    for (const auto& [k, v] : s.energy.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
     j["peak_memory_bits"] = s.peak_memory_bits;
-    j["tile_cost_source"] = o->tile_costs.empty() ? "mapper" : "table";
-    if (o->tile_costs.empty())
-      j["tile_cost_stats"] = {{"unique_keys", cost_stats.unique_keys},
-                              {"mapper_problems", cost_stats.mapper_problems},
-                              {"mappings_evaluated", cost_stats.mappings_evaluated}};
     j["seconds"] = seconds;
+    j["tile_costs"] = mapped ? nlohmann::json{{"source", "mapper"}, {"tiles", tstats.tiles},
+                                              {"unique_keys", tstats.unique_keys},
+                                              {"mapper_problems", tstats.mapper_problems},
+                                              {"mapper_calls", tstats.mapper_calls},
+                                              {"mappings_evaluated", tstats.mappings_evaluated},
+                                              {"seconds", tstats.seconds}}
+                             : nlohmann::json{{"source", o->tile_costs}};
     for (size_t l = 0; l < w.einsums.size(); ++l) {
       nlohmann::json names = nlohmann::json::array();
       for (int c : per_layer[l]) names.push_back(arch.cores[size_t(c)].name);
@@ -321,6 +172,11 @@ int run_pipeline(const ScheduleOptions* o) {
                g.edges.size(), g.tiles.stacks.size(), o->mode, o->semantics);
     fmt::print("latency  {:.10g} cc\nenergy   {:.12g} pJ\nEDP      {:.6g} cc*pJ\n", s.latency_cc, energy, s.latency_cc * energy);
     for (const auto& [k, v] : s.energy.stream_breakdown()) fmt::print("  {:<46} {:.12g}\n", k, v);
+    if (mapped)
+      fmt::print("tile costs: mapper, {} CTs, {} unique (CT shape, core) keys, {} mapping problems, {} mapper calls, "
+                 "{} mappings evaluated, {:.3f} s\n",
+                 tstats.tiles, tstats.unique_keys, tstats.mapper_problems, tstats.mapper_calls,
+                 tstats.mappings_evaluated, tstats.seconds);
     fmt::print("seconds: load {:.3f}, tiles {:.3f}, allocation {:.3f}, tile costs {:.3f}, problem {:.3f}, schedule {:.3f}\n",
                seconds["load"].get<double>(), seconds["tiles"].get<double>(), seconds["allocation"].get<double>(),
                seconds["tile_costs"].get<double>(), seconds["problem"].get<double>(), seconds["schedule"].get<double>());
@@ -350,7 +206,8 @@ Command add_schedule_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md) or greedy");
   cmd->add_option("--tile-costs", o->tile_costs, "a tile-cost table (CSV, docs/stream.md) or a Stream dump folder "
-                                                 "(its cost_lut.csv and cns.csv); without it, mapfuse's own mapper costs each unique CT shape on its core");
+                                                 "(its cost_lut.csv and cns.csv); without it, mapfuse's mapper "
+                                                 "costs each unique (CT shape, core)");
   cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();

@@ -46,6 +46,13 @@ UnitResult run_ffm_baseline(const WorkUnit& unit);
 // best DRAM in MB) at each improvement.
 UnitResult run_get_partition(const WorkUnit& unit);
 
+// Computes one "schedule" unit (Stream's COALA on a multi-core architecture, docs/studies.md,
+// "Stream schedules"): energy_pj, cycles (the latency), edp; metrics latency_cc, energy_pj,
+// cts, edges, stacks, transfers, energy_<part>_pj (the ten parts, summing to energy_pj),
+// peak_core_memory_bits, schedule_seconds and, with mapper costs, tile_cost_unique_keys,
+// tile_cost_mapper_calls, tile_cost_seconds; data: the schedule record (results/schedule_h5.hpp).
+UnitResult run_schedule_unit(const WorkUnit& unit);
+
 // A path, or a network name from the GET data set ($MAPFUSE_SHARED_DATA/get/onnx/<name>.onnx);
 // InputError (key `key`) with the nearest name otherwise.
 std::string resolve_get_network(const std::string& w, const std::string& key = "--workload");

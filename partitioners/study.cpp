@@ -180,6 +180,39 @@ StudyGet parse_get(TomlReader& g, const toml::table& raw) {
   return e;
 }
 
+StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::filesystem::path& base) {
+  StudySchedule e;
+  auto resolve = [&](const std::string& v) {
+    if (v.empty() || v == "greedy") return v;
+    const std::filesystem::path p = base / v;
+    return std::filesystem::exists(p) && !std::filesystem::path(v).is_absolute() ? p.string() : v;
+  };
+  e.workloads = strings(g, raw, "workloads", {});
+  if (e.workloads.empty()) g.fail("workloads", "missing: list the workloads to schedule (ONNX files or workload specs)");
+  for (std::string& w : e.workloads) w = resolve(w);
+  e.architectures = strings(g, raw, "architectures", {});
+  if (e.architectures.empty()) g.fail("architectures", "missing: list multi-core architectures (presets or TOML files)");
+  for (std::string& a : e.architectures) a = resolve(a);
+  e.modes = strings(g, raw, "modes", e.modes);
+  for (const std::string& m : e.modes)
+    if (m != "fused" && m != "lbl") g.fail("modes", "unknown mode '" + m + "'; expected fused or lbl" + did_you_mean(m, {"fused", "lbl"}));
+  e.allocation = resolve(g.opt_str("allocation").value_or(e.allocation));
+  if (e.allocation != "greedy" && !std::filesystem::is_regular_file(e.allocation))
+    g.fail("allocation", "cannot read allocation file '" + e.allocation + "' (or write greedy)");
+  e.stacks = g.opt_str("stacks").value_or(e.stacks);
+  e.granularity = g.opt_str("granularity").value_or(e.granularity);
+  e.tile_costs = resolve(g.opt_str("tile_costs").value_or(""));
+  if (!e.tile_costs.empty() && !std::filesystem::exists(e.tile_costs))
+    g.fail("tile_costs", "cannot read '" + e.tile_costs + "' (a tile-cost table or a Stream dump folder; omit it for mapfuse's mapper)");
+  e.semantics = g.opt_str("semantics").value_or(e.semantics);
+  if (e.semantics != "stream" && e.semantics != "mapfuse")
+    g.fail("semantics", "unknown semantics '" + e.semantics + "'; expected stream or mapfuse" +
+                            did_you_mean(e.semantics, {"stream", "mapfuse"}));
+  e.fold_unary = g.opt_bool("fold_unary").value_or(false);
+  g.finish();
+  return e;
+}
+
 }  // namespace
 
 Study parse_study(const std::string& text, const std::string& file, bool load_architectures) {
@@ -275,6 +308,20 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
   {
     std::vector<TomlReader> gets = r.tables("get");
     for (size_t i = 0; i < gets.size(); ++i) s.get.push_back(parse_get(gets[i], *doc["get"].as_array()->get(i)->as_table()));
+  }
+  {
+    std::vector<TomlReader> entries = r.tables("schedule");
+    for (size_t i = 0; i < entries.size(); ++i)
+      s.schedule.push_back(parse_schedule(entries[i], *doc["schedule"].as_array()->get(i)->as_table(), base));
+  }
+  if (!s.schedule.empty()) {
+    // A schedule runs its own pipeline: no layer mapper, network optimizer or GET entry beside it.
+    for (const char* key : {"workload", "architecture", "method", "get"})
+      if (r.has(key))
+        r.fail(key, "a schedule study ([[schedule]] entries) has no [[workload]], [[architecture]], [method] or [[get]]; "
+                    "put those in a study of their own");
+    r.finish();
+    return s;
   }
   if (!s.get.empty()) {
     // GET-fusion partitions a network on its own buffer model: no architecture, workload or method.
@@ -525,6 +572,43 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, const std::vector<st
   return units;
 }
 
+std::string schedule_label(const std::string& workload, const std::string& mode, const std::string& arch) {
+  auto stem = [](const std::string& x) {
+    const std::filesystem::path p(x);
+    return p.has_extension() ? p.stem().string() : x;
+  };
+  return fmt::format("schedule {} {} @ {}", stem(workload), mode, stem(arch));
+}
+
+// One unit per (entry, workload, architecture, mode); equal payloads run once.
+std::vector<WorkUnit> partition_schedule_study(const Study& s) {
+  std::vector<WorkUnit> units;
+  std::set<std::string> ids;
+  for (const StudySchedule& e : s.schedule)
+    for (const std::string& w : e.workloads)
+      for (const std::string& a : e.architectures)
+        for (const std::string& mode : e.modes) {
+          nlohmann::json p = {{"workload", w},           {"arch", a},
+                              {"mode", mode},            {"allocation", e.allocation},
+                              {"stacks", e.stacks},      {"granularity", e.granularity},
+                              {"tile_costs", e.tile_costs}, {"semantics", e.semantics},
+                              {"fold_unary", e.fold_unary}};
+          WorkUnit u;
+          u.kind = "schedule";
+          u.payload = p.dump();
+          u.id = stable_id(u.kind + "\n" + u.payload);
+          if (!ids.insert(u.id).second) continue;
+          u.label = schedule_label(w, mode, a);
+          u.columns = {UnitColumn::of_text("workload", w), UnitColumn::of_text("arch", a),
+                       UnitColumn::of_text("method", "coala"), UnitColumn::of_text("mode", mode),
+                       UnitColumn::of_text("allocation", e.allocation),
+                       UnitColumn::of_text("tile_costs", e.tile_costs.empty() ? "mapper" : e.tile_costs)};
+          u.cost_hint = mode == "fused" ? 10.0 : 1.0;  // fused: one CT per row, more keys to map
+          units.push_back(std::move(u));
+        }
+  return units;
+}
+
 // One unit per (entry, network, scheme, buffer, search, split, budget, seed); exact units once per
 // (network, scheme, buffer, options) and sample units once per split-free setting (equal payloads
 // give equal ids, and repeats are dropped).
@@ -641,6 +725,7 @@ std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& m
 }  // namespace
 
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
+  if (!s.schedule.empty()) return partition_schedule_study(s);  // parse_study: nothing else beside them
   if (!s.get.empty()) return partition_get_study(s);  // parse_study: [[get]] studies hold nothing else
   std::vector<std::string> network, fused;
   std::vector<WorkUnit> units;

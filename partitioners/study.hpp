@@ -122,6 +122,23 @@ struct StudyGet {
   bool assume_monotone = false;
 };
 
+// Stream schedules (docs/studies.md, "Stream schedules"): one "schedule" unit per (workload,
+// architecture, mode); each runs `mapfuse schedule`'s pipeline (tiles, allocation, tile costs from
+// the mapper or a table, COALA) and lands with its totals as metrics and its schedule under the
+// study file's /schedules. Deterministic: no seeds. Relative paths are taken from the study file's
+// directory.
+struct StudySchedule {
+  std::vector<std::string> workloads;       // ONNX files or workload specs
+  std::vector<std::string> architectures;   // presets or TOML files
+  std::vector<std::string> modes = {"fused"};  // fused, lbl
+  std::string allocation = "greedy";        // an allocation file or greedy
+  std::string stacks = "auto";              // auto, first, "0-10,11-21" (fused)
+  std::string granularity = "stream:4";
+  std::string tile_costs;                   // a table or Stream dump folder; "" = mapfuse's mapper
+  std::string semantics = "stream";
+  bool fold_unary = false;
+};
+
 struct Study {
   std::string name;
   std::string file;       // where it was read from
@@ -130,6 +147,7 @@ struct Study {
   std::vector<StudyArchitecture> architectures;
   StudyMethod method;
   std::vector<StudyGet> get;  // a GET-fusion study has these instead of workloads, architectures, method
+  std::vector<StudySchedule> schedule;  // a schedule study has these instead (and no [[get]])
 };
 
 // Parses and validates a study (InputError with file, line and key; unknown keys get the nearest
@@ -178,6 +196,9 @@ std::string ffm_join_label(const std::string& workload, const std::string& point
 // it back (parse_get_label).
 std::string get_label(const std::string& network, const std::string& scheme, double buffer_kb, const std::string& search,
                       const std::string& split, int64_t budget, uint64_t seed);
+
+// The label of a schedule unit: "schedule <workload> <mode> @ <arch>" (file stems for paths).
+std::string schedule_label(const std::string& workload, const std::string& mode, const std::string& arch);
 
 std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
                             const std::string& seed);

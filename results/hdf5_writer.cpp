@@ -19,6 +19,7 @@
 
 #include "engine/common/error.hpp"
 #include "results/hdf5_io.hpp"
+#include "results/schedule_h5_group.hpp"
 
 #ifndef MAPFUSE_VERSION
 #define MAPFUSE_VERSION "unknown"
@@ -284,6 +285,12 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
     write_string_attr(c, ds, "units", "unit: row of /units; value: in the unit its name says (dram_mb: MiB, mbu_kb: KiB, ...)",
                       t.str);
   }
+  // "schedule" units carry their schedule in UnitResult::data: /schedules, as in a schedule file.
+  std::vector<ScheduleRecord> schedules;
+  for (const auto& r : results)
+    if (r.kind == "schedule" && r.status == UnitResult::Status::Done && !r.data.empty())
+      schedules.push_back(schedule_record_from_json(r.data));
+  if (!schedules.empty()) write_schedules_group(c, file, schedules);
   c.check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flush");
   // Types and file close here (H5F_CLOSE_STRONG: everything still open goes with the file).
 }

@@ -334,6 +334,12 @@ def main(path, outdir, sweep_path=None, order_path=None):
                 for w in schedule_plots(name, f["schedules"][name], outdir):
                     print(w)
             return
+        if "schedules" in f:  # a study's schedule units: their Gantt charts and memory plots
+            for name in sorted(f["schedules"]):
+                for w in schedule_plots(name, f["schedules"][name], outdir):
+                    print(w)
+            if all(text(k) == "schedule" for k in f["units"]["kind"]):
+                return
     sweep = read_sweep(sweep_path) if sweep_path and sweep_path != "-" else []
     position = read_layer_order(order_path)
     swept = {r["arch"] for r in sweep}

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -321,6 +322,33 @@ std::string sweep_csv(const StudyFile& s, const std::vector<SweepPointInfo>& swe
   return out;
 }
 
+std::string schedule_units_markdown(const StudyFile& s) {
+  std::vector<const UnitResult*> units;
+  for (const UnitResult& r : s.results)
+    if (r.kind == "schedule") units.push_back(&r);
+  if (units.empty()) return "";
+  std::sort(units.begin(), units.end(), [](const UnitResult* a, const UnitResult* b) { return a->label < b->label; });
+  std::string out = "## Schedules (COALA)\n\n| unit | status | latency (cc) | energy (pJ) | EDP | CTs | transfers | "
+                    "peak core memory (bits) | tile-cost keys | tile costs (s) | schedule (s) |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const UnitResult* r : units) {
+    if (r->status != UnitResult::Status::Done) {
+      out += fmt::format("| {} | failed: {} | | | | | | | | | |\n", r->label, r->message);
+      continue;
+    }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    auto m = [&](const char* k) { return r->metric(k, nan); };
+    auto opt = [&](const char* k, const char* f) {
+      const double v = m(k);
+      return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(f), v);
+    };
+    out += fmt::format("| {} | done | {:.10g} | {:.10g} | {:.6g} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {:.3f} |\n", r->label,
+                       r->cycles, r->energy_pj, r->edp, m("cts"), m("transfers"), m("peak_core_memory_bits"),
+                       opt("tile_cost_unique_keys", "{:.0f}"), opt("tile_cost_seconds", "{:.2f}"), m("schedule_seconds"));
+  }
+  return out + "\n";
+}
+
 std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep, const ReportOptions& options) {
   size_t failed = 0;
   for (const UnitResult& r : s.results) failed += r.status != UnitResult::Status::Done;
@@ -396,6 +424,9 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
   }
   // A GET-fusion study holds get_partition units only: its own tables and unit list.
   if (const std::string get = get_report_markdown(s); !get.empty()) return out + get;
+  // A schedule study holds schedule units only: their totals (each schedule's own tables follow,
+  // from /schedules: schedule_report_markdown).
+  if (const std::string sch = schedule_units_markdown(s); !sch.empty()) return out + sch;
   if (!options.units) return out;
   out += "## Units\n\n| unit | status | energy_pj | cycles | EDP | rank | seconds |\n|---|---|---|---|---|---|---|\n";
   // Grouped by kind, workload and architecture, layers in network order.

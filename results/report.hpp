@@ -122,6 +122,10 @@ std::string report_csv(const StudyFile& s);
 std::vector<std::string> write_plots(const std::string& h5_path, const std::string& dir, const std::string& sweep_csv_text = {},
                                      const LayerOrder& layer_order = {});
 
+// The table of a study's "schedule" units (one row each: totals, CTs, transfers, peak memory,
+// timings; failed units with their reason); "" when it has none.
+std::string schedule_units_markdown(const StudyFile& s);
+
 // A schedule file's totals (docs/results.md, "Schedule files"): per schedule its latency and
 // energy, the energy breakdown, transfers by cause, and per core the CTs, busy cycles and peak
 // memory against its capacity.

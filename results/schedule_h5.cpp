@@ -5,7 +5,10 @@
 #include <set>
 
 #include "engine/common/error.hpp"
+#include <nlohmann/json.hpp>
+
 #include "results/hdf5_io.hpp"
+#include "results/schedule_h5_group.hpp"
 
 namespace mapfuse {
 namespace {
@@ -251,7 +254,29 @@ Handle open_file(const Context& c) {
   return c.check(H5Fopen(c.path.c_str(), H5F_ACC_RDONLY, fapl), H5Fclose, "cannot open");
 }
 
+std::vector<ScheduleRecord> read_all(const Context& c, const Types& t, hid_t file) {
+  std::vector<std::string> names;
+  Handle all = c.check(H5Gopen2(file, "schedules", H5P_DEFAULT), H5Gclose, "group /schedules");
+  c.check(H5Literate(all, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names), "group /schedules");
+  std::vector<ScheduleRecord> out;
+  for (const auto& n : names) out.push_back(read_group(c, t, file, "schedules/" + n));
+  return out;
+}
+
 }  // namespace
+
+void write_schedules_group(const h5io::Context& c, hid_t file, const std::vector<ScheduleRecord>& schedules) {
+  std::set<std::string> names;
+  for (const auto& r : schedules) {
+    check_record(r);
+    if (!names.insert(r.name).second) throw std::invalid_argument("two schedules named '" + r.name + "'");
+  }
+  const Types t = make_types(c);
+  Handle gcpl = c.check(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, "group properties");
+  c.check(H5Pset_obj_track_times(gcpl, 0), "group properties");
+  Handle all = c.check(H5Gcreate2(file, "schedules", H5P_DEFAULT, gcpl, H5P_DEFAULT), H5Gclose, "group /schedules");
+  for (const auto& r : schedules) write_group(c, t, all, r);
+}
 
 void write_schedule_h5(const std::string& path, const std::vector<ScheduleRecord>& schedules) {
   std::set<std::string> names;
@@ -268,10 +293,7 @@ void write_schedule_h5(const std::string& path, const std::vector<ScheduleRecord
     const Types t = make_types(c);
     write_string_attr(c, file, "format", kFormat, t.str);
     write_int_attr(c, file, "schema_version", kSchemaVersion, H5T_STD_I32LE);
-    Handle gcpl = c.check(H5Pcreate(H5P_GROUP_CREATE), H5Pclose, "group properties");
-    c.check(H5Pset_obj_track_times(gcpl, 0), "group properties");
-    Handle all = c.check(H5Gcreate2(file, "schedules", H5P_DEFAULT, gcpl, H5P_DEFAULT), H5Gclose, "group /schedules");
-    for (const auto& r : schedules) write_group(c, t, all, r);
+    write_schedules_group(c, file, schedules);
     c.check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flush");
   });
 }
@@ -306,16 +328,77 @@ std::vector<ScheduleRecord> read_schedule_h5(const std::string& path) {
       throw InputError({path, 0, 0}, "schema_version",
                        "schedule file schema version " + std::to_string(version) + "; this mapfuse reads version " +
                            std::to_string(kSchemaVersion) + (version > kSchemaVersion ? "; read it with a newer mapfuse" : ""));
-    std::vector<std::string> names;
-    Handle all = c.check(H5Gopen2(file, "schedules", H5P_DEFAULT), H5Gclose, "group /schedules");
-    c.check(H5Literate(all, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_name, &names), "group /schedules");
-    std::vector<ScheduleRecord> out;
-    for (const auto& n : names) out.push_back(read_group(c, t, file, "schedules/" + n));
-    return out;
+    return read_all(c, t, file);
   } catch (const InputError&) {
     throw;
   } catch (const std::runtime_error& e) {
     throw InputError({path, 0, 0}, "", std::string("cannot read the schedule file, half-written or damaged (") + e.what() + ")");
+  }
+}
+
+std::vector<ScheduleRecord> read_schedules_group(const std::string& path) {
+  Context c{path};
+  QuietErrors quiet;
+  try {
+    Handle file = open_file(c);
+    if (H5Lexists(file, "schedules", H5P_DEFAULT) <= 0) return {};
+    const Types t = make_types(c);
+    return read_all(c, t, file);
+  } catch (const std::runtime_error& e) {
+    throw InputError({path, 0, 0}, "schedules", std::string("cannot read the schedules (") + e.what() + ")");
+  }
+}
+
+// JSON: short keys per row, arrays of rows as arrays (a 4k-CT schedule is a few MB).
+std::string schedule_record_to_json(const ScheduleRecord& r) {
+  using nlohmann::json;
+  json j;
+  j["name"] = r.name;
+  j["semantics"] = r.semantics;
+  j["source"] = r.source;
+  j["latency_cc"] = r.latency_cc;
+  j["energy_pj"] = r.energy_pj;
+  for (const auto& x : r.cores) j["cores"].push_back({x.name, x.capacity_bits, x.peak_memory_bits, x.offchip});
+  for (const auto& x : r.links) j["links"].push_back({x.name, x.bandwidth_bits_per_cc, x.energy_pj_per_cc});
+  j["tiles"] = json::array();
+  for (const auto& x : r.tiles) j["tiles"].push_back({x.layer, x.sub, x.core, x.pick, x.start, x.end});
+  j["transfers"] = json::array();
+  for (const auto& x : r.transfers)
+    j["transfers"].push_back({x.tensor, x.sender, x.receiver, x.tile, x.cause, x.links, x.start, x.end, x.bits,
+                              x.bandwidth_bits_per_cc, x.occupies_links, x.link_energy_pj, x.memory_energy_pj});
+  j["memory"] = json::array();
+  for (const auto& x : r.memory) j["memory"].push_back({x.core, x.t, x.bits});
+  j["energy"] = json::array();
+  for (const auto& [term, pj] : r.energy_breakdown) j["energy"].push_back({term, pj});
+  return j.dump();
+}
+
+ScheduleRecord schedule_record_from_json(const std::string& text) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    ScheduleRecord r;
+    r.name = j.at("name").get<std::string>();
+    r.semantics = j.at("semantics").get<std::string>();
+    r.source = j.at("source").get<std::string>();
+    r.latency_cc = j.at("latency_cc").get<double>();
+    r.energy_pj = j.at("energy_pj").get<double>();
+    for (const auto& x : j.value("cores", nlohmann::json::array()))
+      r.cores.push_back({x.at(0).get<std::string>(), x.at(1).get<double>(), x.at(2).get<double>(), x.at(3).get<bool>()});
+    for (const auto& x : j.value("links", nlohmann::json::array()))
+      r.links.push_back({x.at(0).get<std::string>(), x.at(1).get<double>(), x.at(2).get<double>()});
+    for (const auto& x : j.at("tiles"))
+      r.tiles.push_back({x.at(0).get<int32_t>(), x.at(1).get<int32_t>(), x.at(2).get<int32_t>(), x.at(3).get<int32_t>(),
+                         x.at(4).get<double>(), x.at(5).get<double>()});
+    for (const auto& x : j.at("transfers"))
+      r.transfers.push_back({x.at(0).get<int32_t>(), x.at(1).get<int32_t>(), x.at(2).get<int32_t>(), x.at(3).get<int32_t>(),
+                             x.at(4).get<std::string>(), x.at(5).get<std::vector<int32_t>>(), x.at(6).get<double>(),
+                             x.at(7).get<double>(), x.at(8).get<double>(), x.at(9).get<double>(), x.at(10).get<bool>(),
+                             x.at(11).get<double>(), x.at(12).get<double>()});
+    for (const auto& x : j.at("memory")) r.memory.push_back({x.at(0).get<int32_t>(), x.at(1).get<double>(), x.at(2).get<double>()});
+    for (const auto& x : j.at("energy")) r.energy_breakdown.emplace_back(x.at(0).get<std::string>(), x.at(1).get<double>());
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("malformed schedule record: ") + e.what());
   }
 }
 

@@ -54,11 +54,22 @@ struct ScheduleRecord {
 // naming the path when it cannot be written.
 void write_schedule_h5(const std::string& path, const std::vector<ScheduleRecord>& schedules);
 
+// The record as one line of JSON and back (a study's "schedule" unit carries it in
+// UnitResult::data from its rank to the study file); from_json throws std::runtime_error on
+// malformed text.
+std::string schedule_record_to_json(const ScheduleRecord& r);
+ScheduleRecord schedule_record_from_json(const std::string& text);
+
 // True when `path` is a schedule file (root attribute format = "mapfuse-schedule").
 bool is_schedule_h5(const std::string& path);
 
 // Reads every schedule back, in name order. Throws InputError naming the path for a missing,
 // foreign, newer or damaged file.
 std::vector<ScheduleRecord> read_schedule_h5(const std::string& path);
+
+// The schedules under /schedules of any HDF5 file (a schedule file, or a study file whose
+// "schedule" units wrote theirs there: docs/results.md), in name order; none when it has no such
+// group. Throws InputError naming the path for a damaged group.
+std::vector<ScheduleRecord> read_schedules_group(const std::string& path);
 
 }  // namespace mapfuse

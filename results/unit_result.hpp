@@ -64,8 +64,9 @@ struct UnitResult {
   }
 
   // What a later step of the same run needs from this unit (FFM's generated pmappings, which
-  // the join consumes): journaled and moved between ranks like the rest, not written to the
-  // HDF5 file. Empty for most units.
+  // the join consumes), or a "schedule" unit's schedule (results/schedule_h5.hpp's JSON record,
+  // written to the study file's /schedules): journaled and moved between ranks like the rest; no
+  // other kind's data reaches the HDF5 file. Empty for most units.
   std::string data;
 };
 

@@ -14,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 import json, sys
 j = json.load(open(sys.argv[1]))
 assert j["arch"] == "stream_val_aimc4x4", j["arch"]
-assert j["tile_cost_source"] == "mapper", j["tile_cost_source"]
+assert j["tile_costs"]["source"] == "mapper", j["tile_costs"]
 # 28 output rows; the three convs split in 4 over their CIMUs, the add whole
 assert j["cts"] == 28 * (3 * 4 + 1), j["cts"]
 assert j["stacks"] == 1, j["stacks"]

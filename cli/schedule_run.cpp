@@ -1,0 +1,195 @@
+// `mapfuse schedule --arch --workload` and the study's "schedule" unit: one pipeline.
+#include "cli/schedule_run.hpp"
+
+#include <chrono>
+#include <filesystem>
+
+#include "engine/arch/arch_toml.hpp"
+#include "engine/common/error.hpp"
+#include "engine/cost/tile_cost_csv.hpp"
+#include "engine/search/stream/allocation.hpp"
+#include "engine/workload/load.hpp"
+#include "engine/workload/onnx_import.hpp"
+
+namespace mapfuse::cli {
+namespace {
+
+// "0-10,11-21" -> stacks of Einsum indices.
+std::vector<std::vector<int>> parse_stacks(const std::string& s) {
+  std::vector<std::vector<int>> out;
+  size_t a = 0;
+  while (a <= s.size()) {
+    size_t b = s.find(',', a);
+    if (b == std::string::npos) b = s.size();
+    const std::string item = s.substr(a, b - a);
+    a = b + 1;
+    const auto dash = item.find('-');
+    try {
+      size_t used = 0;
+      const int lo = std::stoi(item, &used);
+      int hi = lo;
+      if (dash != std::string::npos) {
+        if (used != dash) throw std::invalid_argument(item);
+        hi = std::stoi(item.substr(dash + 1), &used);
+        if (used != item.size() - dash - 1) throw std::invalid_argument(item);
+      } else if (used != item.size()) {
+        throw std::invalid_argument(item);
+      }
+      if (lo < 0 || hi < lo) throw std::invalid_argument(item);
+      std::vector<int> st;
+      for (int i = lo; i <= hi; ++i) st.push_back(i);
+      out.push_back(st);
+    } catch (const std::exception&) {
+      throw InputError({}, "--stacks", "expected auto, first or Einsum index ranges like \"0-10,11-21\", got '" + item + "'");
+    }
+  }
+  return out;
+}
+
+// The weight memory of the cores that run MAC layers (Stream's stack rule): the smallest, over
+// those cores, outermost on-chip level that may keep weights.
+int64_t weight_capacity_bits(const Architecture& a) {
+  int64_t cap = -1;
+  for (const Core& c : a.cores) {
+    if (!c.can_run(OpKind::Mac)) continue;
+    for (int l = int(c.levels.size()) - 2; l >= 0; --l)
+      if (c.levels[size_t(l)].may_keep & role_bit(TensorRole::Weight)) {
+        const Level& lv = c.levels[size_t(l)];
+        const int64_t bits = lv.entries * lv.word_bits * lv.instances;
+        if (cap < 0 || bits < cap) cap = bits;
+        break;
+      }
+  }
+  return cap < 0 ? 0 : cap;
+}
+
+}  // namespace
+
+// The scheduler's switches and, for a workload run, the builder's (`problem`; null for a replay,
+// whose folder fixes the problem).
+coala::Options schedule_options(const std::string& semantics, const std::vector<std::string>& sets,
+                                ScheduleProblemOptions* problem) {
+  coala::Semantics s;
+  if (semantics == "stream") {
+    s = coala::Semantics::Stream;
+  } else if (semantics == "mapfuse") {
+    s = coala::Semantics::Mapfuse;
+  } else {
+    throw InputError({}, "--semantics",
+                     "unknown semantics '" + semantics + "'; expected stream or mapfuse" +
+                         did_you_mean(semantics, {"stream", "mapfuse"}));
+  }
+  coala::Options o = coala::Options::for_semantics(s);
+  std::vector<std::pair<std::string, bool*>> switches = {
+      {"dedup_only_equal_start", &o.dedup_only_equal_start},
+      {"sync_cores_at_layer_start", &o.sync_cores_at_layer_start},
+      {"constant_priority_overcount", &o.constant_priority_overcount},
+      {"input_headstart", &o.input_headstart}};
+  if (problem) {
+    *problem = ScheduleProblemOptions::for_semantics(s);
+    switches.emplace_back("sinks_by_layer_edges", &problem->sinks_by_layer_edges);
+  }
+  for (const auto& kv : sets) {
+    const auto eq = kv.find('=');
+    const std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    std::vector<std::string> names;
+    bool* target = nullptr;
+    for (const auto& [name, p] : switches) {
+      names.push_back(name);
+      if (name == k) target = p;
+    }
+    if (!target) throw InputError({}, "--set", "unknown switch '" + k + "'" + did_you_mean(k, names));
+    if (v != "0" && v != "1") throw InputError({}, "--set " + k, "expected " + k + "=0 or " + k + "=1");
+    *target = v == "1";
+  }
+  return o;
+}
+
+ScheduleRun run_schedule(const ScheduleSpec& spec) {
+  const ScheduleSpec* o = &spec;
+  ScheduleRun run;
+  nlohmann::json& seconds = run.seconds;
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  ScheduleProblemOptions popt;
+  const coala::Options opt = schedule_options(o->semantics, o->sets, &popt);
+  if (o->mode != "fused" && o->mode != "lbl")
+    throw InputError({}, "--mode", "expected fused or lbl, got '" + o->mode + "'" + did_you_mean(o->mode, {"fused", "lbl"}));
+  int64_t inter_parts = 4;
+  if (o->granularity.rfind("stream", 0) == 0) {
+    const std::string rest = o->granularity.substr(6);
+    if (!rest.empty()) {
+      try {
+        size_t used = 0;
+        if (rest[0] != ':') throw std::invalid_argument(rest);
+        inter_parts = std::stoll(rest.substr(1), &used);
+        if (used != rest.size() - 1 || inter_parts < 1) throw std::invalid_argument(rest);
+      } catch (const std::exception&) {
+        throw InputError({}, "--granularity", "expected stream or stream:N with N >= 1, got '" + o->granularity + "'");
+      }
+    }
+  } else {
+    throw InputError({}, "--granularity", "expected stream or stream:N, got '" + o->granularity + "'");
+  }
+
+  auto t = clock::now();
+  run.arch = load_architecture(o->arch);
+  const Architecture& arch = run.arch;
+  Workload& w = run.workload;
+  if (std::filesystem::path(o->workload).extension() == ".onnx") {
+    OnnxOptions oo;
+    oo.fold_unary = o->fold_unary;
+    w = import_onnx(o->workload, oo);
+  } else {
+    w = load_workload(o->workload);
+  }
+  seconds["load"] = since(t);
+
+  t = clock::now();
+  TilingOptions tiling;
+  tiling.layers = stream_tiling(w, inter_parts);
+  if (o->mode == "lbl") {
+    tiling.stacks = layer_stacks_lbl(w);
+  } else if (o->stacks == "auto" || o->stacks == "first") {
+    tiling.stacks = layer_stacks_auto(w, weight_capacity_bits(arch), o->stacks == "first");
+  } else {
+    tiling.stacks = layer_stacks_manual(w, parse_stacks(o->stacks));
+  }
+  run.graph = build_tile_graph(w, tiling);
+  const TileGraph& g = run.graph;
+  seconds["tiles"] = since(t);
+
+  t = clock::now();
+  run.core_of_tile = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
+                                                           : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
+  const std::vector<int>& cores = run.core_of_tile;
+  seconds["allocation"] = since(t);
+
+  t = clock::now();
+  // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
+  run.mapped = o->tile_costs.empty();
+  const std::vector<TileCost> costs =
+      run.mapped ? map_tile_costs(w, g.tiles, arch, cores, TileCostOptions{}, &run.tile_cost_stats)
+      : std::filesystem::is_directory(o->tile_costs)
+          ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, g.tiles, arch, cores)
+          : read_tile_costs(o->tile_costs, w, g.tiles, arch, cores);
+  if (!o->write_tile_costs.empty()) write_tile_costs(o->write_tile_costs, w, g.tiles, arch, cores, costs);
+  seconds["tile_costs"] = since(t);
+
+  t = clock::now();
+  run.problem = build_schedule_problem(w, g, arch, cores, costs, popt);
+  seconds["problem"] = since(t);
+  t = clock::now();
+  run.schedule = coala::schedule(run.problem, opt);
+  seconds["schedule"] = since(t);
+  return run;
+}
+
+std::vector<std::pair<std::string, double>> energy_parts(const coala::Energy& e) {
+  return {{"cn_onchip", e.cn_onchip},         {"cn_offchip", e.cn_offchip},         {"link_offchip", e.link[0]},
+          {"link_core_to_core", e.link[1]},   {"link_eviction", e.link[2]},         {"link_sink", e.link[3]},
+          {"memory_offchip", e.memory[0]},    {"memory_core_to_core", e.memory[1]}, {"memory_eviction", e.memory[2]},
+          {"memory_sink", e.memory[3]}};
+}
+
+}  // namespace mapfuse::cli

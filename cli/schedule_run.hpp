@@ -1,0 +1,57 @@
+#pragma once
+// One schedule of a workload's computation tiles on a multi-core architecture, as
+// `mapfuse schedule --arch --workload` and a study's "schedule" unit both run it: tiles and their
+// graph, allocation, tile costs (a table, a Stream dump folder or mapfuse's own mapper), the COALA
+// problem and its schedule (docs/stream.md, "Scheduling a workload").
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/arch/architecture.hpp"
+#include "engine/cost/coala.hpp"
+#include "engine/search/stream/tile_costs.hpp"
+#include "engine/search/stream/schedule_problem.hpp"
+#include "engine/workload/tile_graph.hpp"
+#include "engine/workload/workload.hpp"
+
+namespace mapfuse::cli {
+
+struct ScheduleSpec {
+  std::string arch, workload;           // preset or TOML; ONNX or any workload spec
+  std::string mode = "fused";           // fused | lbl
+  std::string stacks = "auto";          // auto | first | "0-10,11-21"
+  std::string granularity = "stream:4";
+  std::string allocation;               // an allocation file or greedy
+  std::string tile_costs;               // a table, a Stream dump folder, or "" = the mapper
+  std::string write_tile_costs;         // "" = none
+  std::string semantics = "stream";
+  std::vector<std::string> sets;        // NAME=0|1 switches
+  bool fold_unary = false;
+};
+
+struct ScheduleRun {
+  Architecture arch;
+  Workload workload;
+  TileGraph graph;
+  std::vector<int> core_of_tile;
+  bool mapped = false;      // tile costs from map_tile_costs (then tile_cost_stats holds its figures)
+  TileCostStats tile_cost_stats;
+  coala::Problem problem;
+  coala::Schedule schedule;
+  nlohmann::json seconds;   // load, tiles, allocation, tile_costs, problem, schedule
+};
+
+// The scheduler's switches for a semantics and NAME=0|1 overrides; with `problem`, also the
+// problem builder's. InputError (key --semantics / --set) on unknown names.
+coala::Options schedule_options(const std::string& semantics, const std::vector<std::string>& sets,
+                                ScheduleProblemOptions* problem = nullptr);
+
+// Runs the whole pipeline. InputError (keys named as the command's flags) on bad input.
+ScheduleRun run_schedule(const ScheduleSpec& spec);
+
+// The ten energy parts of a schedule by name (cn_onchip, cn_offchip, link_*, memory_*); they sum
+// to its total.
+std::vector<std::pair<std::string, double>> energy_parts(const coala::Energy& e);
+
+}  // namespace mapfuse::cli
