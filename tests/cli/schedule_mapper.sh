@@ -9,10 +9,7 @@ data="$2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 onnx="$data/stream/classic_cb9dfc52/testing/workload/2_conv.onnx"
-cat >"$tmp/alloc.toml" <<'TOML'
-[ops]
-mac = ["tpu_like_0", "tpu_like_1", "tpu_like_2", "tpu_like_3"]
-TOML
+cp "$(dirname "$0")/../fixtures/stream/2conv_k4_allocation.toml" "$tmp/alloc.toml"
 for run in a b; do
   "$bin" schedule --arch tpu_like_quad_core --workload "$onnx" --mode fused --stacks 0-1 --allocation "$tmp/alloc.toml" \
     --json >"$tmp/$run.json"

@@ -10,10 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 onnx="$data/stream/classic_cb9dfc52/testing/workload/2_conv.onnx"
 run="$data/stream/derived/coala/2conv_fused_fixed_k4"
-cat >"$tmp/alloc.toml" <<'TOML'
-[ops]
-mac = ["tpu_like_0", "tpu_like_1", "tpu_like_2", "tpu_like_3"]
-TOML
+cp "$(dirname "$0")/../fixtures/stream/2conv_k4_allocation.toml" "$tmp/alloc.toml"
 check() {  # json-file
   /usr/bin/python3 - "$1" <<'PY'
 import json, sys

@@ -5,15 +5,14 @@
 # contents as the local run; the report prints the totals and draws the Gantt and memory plots;
 # an unreadable workload fails its unit with the reason; a bad mode exits 2 naming the key.
 set -eu
+# Open MPI refuses to run as root (CI runs as root) unless told; shared memory between local ranks.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
 bin="$1"
 data="$2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 onnx="$data/stream/classic_cb9dfc52/testing/workload/2_conv.onnx"
-cat >"$tmp/alloc.toml" <<'TOML'
-[ops]
-mac = ["tpu_like_0", "tpu_like_1", "tpu_like_2", "tpu_like_3"]
-TOML
+cp "$(dirname "$0")/../fixtures/stream/2conv_k4_allocation.toml" "$tmp/alloc.toml"
 cat >"$tmp/s.toml" <<TOML
 name = "schedule_small"
 [[schedule]]
