@@ -352,7 +352,7 @@ std::string schedule_units_markdown(const StudyFile& s) {
 std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep, const ReportOptions& options) {
   size_t failed = 0;
   for (const UnitResult& r : s.results) failed += r.status != UnitResult::Status::Done;
-  std::string out = fmt::format("# Study {}\n\n{} units ({} failed); mapfuse {}; {} rank(s); {} to {}\n\n", s.meta.name,
+  std::string out = fmt::format("# Study {}\n\n{} units ({} failed); {}; {} rank(s); {} to {}\n\n", s.meta.name,
                                 s.results.size(), failed, s.meta.mapfuse_version, s.meta.ranks, s.meta.start_time, s.meta.end_time);
   const auto headline = headline_table(s);
   if (!headline.empty()) {
