@@ -9,7 +9,7 @@ PACKAGES=(
   libhdf5-dev hdf5-tools               # HDF5 results (results/)
   libtomlplusplus-dev                  # TOML++ (architectures, studies)
   doctest-dev                          # unit tests
-  libbenchmark-dev libbenchmark-tools  # micro-benchmarks
+  libbenchmark-dev                     # micro-benchmarks (Google Benchmark)
   libcli11-dev libfmt-dev nlohmann-json3-dev
   libyaml-cpp-dev                      # Timeloop / DOSA problem YAML
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX importer
