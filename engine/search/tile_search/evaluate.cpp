@@ -61,15 +61,7 @@ void TileWorker::State::park_merged() {
     const size_t fast = (static_cast<size_t>(l) << (kMaxTensors + kMaxRanks)) | (below << kMaxRanks) | t;
     const std::vector<std::vector<int>>* cls = order_fast[fast];
     if (!cls) {
-      park_ranks.clear();
-      const LevelConstraints* lc = s->constraint(l);
-      if (lc && lc->order) {
-        for (int r : *lc->order)
-          if (t >> r & 1) park_ranks.push_back(r);
-      } else {
-        for (int r = 0; r < R; ++r)
-          if (t >> r & 1) park_ranks.push_back(r);
-      }
+      s->loop_ranks(l, t, park_ranks);
       cls = &order_classes(l, park_ranks, below);
     }
     const std::vector<uint32_t>*& codes = code_fast[fast];
@@ -171,15 +163,7 @@ void TileWorker::State::flush(const Support& key, const int32_t* lanes, int coun
       classes[l] = &merged_class[l];
       continue;
     }
-    ranks.clear();
-    const LevelConstraints* lc = s->constraint(l);
-    if (lc && lc->order) {
-      for (int r : *lc->order)
-        if (iterated >> r & 1) ranks.push_back(r);
-    } else {
-      for (int r = 0; r < R; ++r)
-        if (iterated >> r & 1) ranks.push_back(r);
-    }
+    s->loop_ranks(l, iterated, ranks);
     classes[l] = &order_classes(l, ranks, below);
     combos *= static_cast<int64_t>(classes[l]->size());
     below |= keep[l];

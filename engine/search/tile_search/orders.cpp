@@ -41,6 +41,18 @@ std::vector<int> TileSearch::order_signature(const std::vector<int>& order, uint
   return sig;
 }
 
+void TileSearch::loop_ranks(int l, uint32_t iterated, std::vector<int>& out) const {
+  out.clear();
+  const LevelConstraints* lc = constraint(l);
+  if (lc && lc->order) {
+    for (int r : *lc->order)
+      if (iterated >> r & 1) out.push_back(r);
+  } else {
+    for (int r = 0; r < R; ++r)
+      if (iterated >> r & 1) out.push_back(r);
+  }
+}
+
 const std::vector<std::vector<int>>& TileWorker::State::order_classes(int l, const std::vector<int>& ranks, uint32_t below) {
   uint32_t iterated = 0;
   for (int r : ranks) iterated |= 1u << r;
@@ -130,17 +142,10 @@ size_t TileWorker::State::top_orders(const std::array<int64_t, kMaxRanks>& rest)
   const int top = s->top;
   uint32_t below = 0;
   for (int l = 0; l < top; ++l) below |= chosen[l].keep;
-  std::vector<int>& ranks = top_ranks;
-  ranks.clear();
-  const LevelConstraints* lc = s->constraint(top);
-  if (lc && lc->order) {
-    for (int r : *lc->order)
-      if (rest[r] > 1) ranks.push_back(r);
-  } else {
-    for (int r = 0; r < s->R; ++r)
-      if (rest[r] > 1) ranks.push_back(r);
-  }
-  return order_classes(top, ranks, below).size();
+  uint32_t iterated = 0;
+  for (int r = 0; r < s->R; ++r) iterated |= uint32_t(rest[r] > 1) << r;
+  s->loop_ranks(top, iterated, top_ranks);
+  return order_classes(top, top_ranks, below).size();
 }
 
 }  // namespace mapfuse

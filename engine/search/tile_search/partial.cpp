@@ -184,15 +184,9 @@ void TileWorker::State::extend_level(int d, const int32_t* rows, size_t n, bool 
       }
       std::array<int64_t, kMaxRanks> rest = rem;
       for (int r = 0; r < R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-      ranks.clear();
-      const LevelConstraints* lc = s->constraint(d);
-      if (lc && lc->order) {
-        for (int r : *lc->order)
-          if (ch.t[r] > 1) ranks.push_back(r);
-      } else {
-        for (int r = 0; r < R; ++r)
-          if (ch.t[r] > 1) ranks.push_back(r);
-      }
+      uint32_t iterated = 0;
+      for (int r = 0; r < R; ++r) iterated |= uint32_t(ch.t[r] > 1) << r;
+      s->loop_ranks(d, iterated, ranks);
       const std::vector<uint32_t>& codes = codes_of(d, order_classes(d, ranks, below));
       for (TensorMask keep : s->keep_options[d]) {
         if (d == filter_level && keep_beaten(ch, keep)) {

@@ -218,6 +218,9 @@ class TileSearch {
   }
   const std::vector<int64_t>& divs(int64_t n) const { return divisor_lists[static_cast<size_t>(divisor_index[static_cast<size_t>(n)])]; }
   std::vector<int> order_signature(const std::vector<int>& order, uint32_t below) const;
+  // The ranks of `iterated` (a bit per rank) in level l's loop order: its constraint's fixed order,
+  // else rank order. Into `out` (cleared first).
+  void loop_ranks(int l, uint32_t iterated, std::vector<int>& out) const;
   void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out) const;
   bool fits(const LevelChoice* chosen, int l) const;
   // False for a choice merge_passthrough leaves to the level above (keeps nothing, iterates).

@@ -372,8 +372,9 @@ struct TileWorker::State {
       std::array<int64_t, kMaxRanks> rest = rem;
       for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
       std::vector<int> ranks;
-      for (int r = 0; r < s->R; ++r)
-        if (ch.t[r] > 1) ranks.push_back(r);
+      uint32_t iterated = 0;
+      for (int r = 0; r < s->R; ++r) iterated |= uint32_t(ch.t[r] > 1) << r;
+      s->loop_ranks(d, iterated, ranks);
       const std::vector<uint32_t> codes = codes_of(d, order_classes(d, ranks, below));
       for (TensorMask keep : s->keep_options[d]) {
         chosen[d] = ch;
