@@ -31,6 +31,8 @@ struct ExhaustiveSink final : TileSink {
 
   bool front = true;
   double max_cycles = std::numeric_limits<double>::infinity();
+  bool energy_tiebreak = false;
+  double best_energy = std::numeric_limits<double>::infinity();  // of best (energy_tiebreak)
   // Branch and bound: the best objective value any thread has found (so far).
   std::atomic<double>* incumbent = nullptr;
 
@@ -38,9 +40,20 @@ struct ExhaustiveSink final : TileSink {
       : e(e_), c(c_), objective(o), front(f), incumbent(inc) {}
 
   // Strictly worse than a mapping already found: an optimum (or a tie) is never cut.
+  // With the energy tie-break, a bound that can only tie this thread's best on the objective is
+  // beaten by more energy (the thread's own pair: the shared incumbent holds no energy).
   bool beaten(double energy_pj, double cycles, int level, int64_t) override {
-    return level < 0 && (cycles > max_cycles ||
-                         objective_value(objective, energy_pj, cycles) > incumbent->load(std::memory_order_relaxed));
+    if (level >= 0) return false;
+    const double v = objective_value(objective, energy_pj, cycles);
+    return cycles > max_cycles || v > incumbent->load(std::memory_order_relaxed) ||
+           (energy_tiebreak && v >= best_value && energy_pj > best_energy);
+  }
+
+  // Whether (v, energy, text) is better than the thread's best.
+  bool better(double v, double energy, const std::string& text) const {
+    if (v != best_value) return v < best_value;
+    if (energy_tiebreak && energy != best_energy) return energy < best_energy;
+    return text < best_text;
   }
 
   void consume(const TileCandidate& cand, const CompactCost& r) override {
@@ -53,9 +66,12 @@ struct ExhaustiveSink final : TileSink {
       if (!m) m = cand.build(), text = to_text(*m, e, c);
     };
     if (v <= best_value) {
-      if (v < best_value || (materialise(), text < best_text)) {
+      const bool wins = v < best_value || (energy_tiebreak && r.energy_pj < best_energy) ||
+                        ((!energy_tiebreak || r.energy_pj == best_energy) && (materialise(), text < best_text));
+      if (wins) {
         materialise();
         best_value = v;
+        best_energy = r.energy_pj;
         best_text = text;
         best = m;
         double cur = incumbent->load(std::memory_order_relaxed);
@@ -109,6 +125,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   for (int i = 0; i < threads; ++i) {
     sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
     sinks.back().max_cycles = opt.max_cycles;
+    sinks.back().energy_tiebreak = opt.energy_tiebreak;
   }
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
@@ -145,9 +162,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   std::vector<std::pair<std::string, ParetoMapping>> all;
   for (ExhaustiveSink& l : sinks) {
     out.valid += l.valid;
-    if (l.best && (!best || l.best_value < best->best_value ||
-                   (l.best_value == best->best_value && l.best_text < best->best_text)))
-      best = &l;
+    if (l.best && (!best || best->better(l.best_value, l.best_energy, l.best_text))) best = &l;
     for (size_t i = 0; i < l.pareto.size(); ++i) all.emplace_back(std::move(l.pareto_text[i]), std::move(l.pareto[i]));
   }
   if (best) out.best = best->best;

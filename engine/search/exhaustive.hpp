@@ -39,6 +39,10 @@ struct ExhaustiveOptions {
   // cycles bound exceeds it): with objective Energy and the least cycles found by a first search,
   // the least energy among the fastest mappings (Stream's "min latency, then min energy").
   double max_cycles = std::numeric_limits<double>::infinity();
+  // Of the mappings that tie on the objective, the least energy (then the smaller text): with
+  // objective Cycles, Stream's "min latency, then min energy" in one search, whose bound cuts
+  // by energy among the choices that can only tie on cycles.
+  bool energy_tiebreak = false;
 };
 
 struct ParetoMapping {

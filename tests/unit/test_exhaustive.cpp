@@ -365,9 +365,41 @@ TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 la
   }
 }
 
+// The energy tie-break in one branch-and-bound search (Stream's "fewest cycles, then least
+// energy") against the whole front: the least energy among the fastest mappings, ties by text.
+TEST_CASE("mapper: branch and bound with the energy tie-break equals the front's fastest, least-energy mapping") {
+  const Core c = load_architecture("gemmini_default").cores.at(0);
+  const Workload w = load_workload("resnet18");
+  const std::vector<ConstraintSpec> cons = load_constraints(test::source_dir("presets/constraints/gemmini_dosa.toml"));
+  for (const char* name : {"fc", "layer4.0.downsample", "layer3.0.downsample"}) {
+    const Einsum& e = w.einsums.at(static_cast<size_t>(w.einsum_index(name)));
+    const Mapspace space = make_mapspace(cons, e, c);
+    ExhaustiveOptions opt;
+    opt.objective = Objective::Cycles;
+    const MapperResult full = exhaustive_search(e, c, space, opt);
+    REQUIRE(!full.pareto.empty());
+    const ParetoMapping& fastest = full.pareto.back();  // by energy ascending: the fewest cycles last
+    opt.front = false;
+    opt.energy_tiebreak = true;
+    const MapperResult bb = exhaustive_search(e, c, space, opt);
+    REQUIRE(bb.best.has_value());
+    INFO(name << ": " << bb.evaluated << " of " << full.evaluated << " evaluated");
+    CHECK(bb.cost.cycles == fastest.cycles);
+    CHECK(bb.cost.energy_pj == fastest.energy_pj);
+    CHECK(to_text(*bb.best, e, c) == to_text(fastest.mapping, e, c));
+    // Without the tie-break the fewest cycles alone: the same cycles, energy no lower.
+    opt.energy_tiebreak = false;
+    const MapperResult plain = exhaustive_search(e, c, space, opt);
+    CHECK(plain.cost.cycles == fastest.cycles);
+    CHECK(plain.cost.energy_pj >= fastest.energy_pj);
+    CHECK(bb.evaluated < full.evaluated);
+  }
+}
+
 // The lower bounds branch and bound cuts with (TileSearch::scalar_bounds) hold for every mapping
-// of the unpruned space, at every level, valid or not; and they are tight for some (so a bound
-// raised by 1 % fails this test).
+// of the unpruned space, at every level, valid or not, also the spatial-first ones (a level's
+// temporal factors and kept set open); and they are tight for some (so a bound raised by 1 %
+// fails this test).
 TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of the brute force") {
   Core vec = small_core();
   vec.vector = VectorUnit{"Vector", 0, 4, 0.25};
@@ -395,6 +427,17 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
       for (int q = 0; q < R; ++q) rest[static_cast<size_t>(q)] = e.ranks[static_cast<size_t>(q)].size;
       for (int l = 0; l < L; ++l) {
         LevelChoice& ch = chosen[static_cast<size_t>(l)];
+        // The spatial-first bound (level l's temporal factors and kept set still open).
+        ch.keep = 0;
+        std::array<int64_t, kMaxRanks> spatial_rest = rest;
+        for (int q = 0; q < R; ++q) {
+          ch.t[q] = 1, ch.x[q] = b.x[l][q], ch.y[q] = b.y[l][q];
+          spatial_rest[q] /= ch.x[q] * ch.y[q];
+        }
+        double open_energy = 0, open_cycles = 0;
+        search.scalar_bounds(chosen.data(), l, spatial_rest, open_energy, open_cycles, true);
+        ++checked;
+        if (open_energy > r.energy_pj || open_cycles > r.cycles) ++failed;
         ch.keep = l == L - 1 ? static_cast<TensorMask>((1u << e.tensors.size()) - 1) : b.keep[static_cast<size_t>(l)];
         for (int q = 0; q < R; ++q) {
           ch.t[q] = b.t[l][q], ch.x[q] = b.x[l][q], ch.y[q] = b.y[l][q];

@@ -249,14 +249,9 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         // energy the same for every mapping, and cycles only where that fill binds the home's
         // bandwidth. The mapping found is then costed exactly, backed on chip.
         xo.front = false;
+        xo.energy_tiebreak = opt.energy_tiebreak;
         MapperResult r = search(free_dram, xo);
         if (!r.best) continue;
-        if (opt.energy_tiebreak && o == Objective::Cycles) {
-          xo.objective = Objective::Energy;
-          xo.max_cycles = r.cost.cycles;
-          MapperResult r2 = search(free_dram, xo);
-          if (r2.best) r = std::move(r2);
-        }
         cost = exact(*r.best);
       } else {
         // Off-chip operands: DRAM's bandwidth is theirs and can bind, so the search must see the

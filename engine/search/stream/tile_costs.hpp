@@ -15,8 +15,9 @@ namespace mapfuse {
 
 struct TileCostOptions {
   // Stream's criterion (ZigZag's opt="latency" and its reduce stage): the fewest cycles, then, among
-  // mappings that tie on cycles, the least energy. With energy_tiebreak the mapper enumerates every
-  // valid mapping (the energy/cycles front); without it, branch and bound on `objective` alone.
+  // mappings that tie on cycles, the least energy (ExhaustiveOptions::energy_tiebreak: one branch
+  // and bound search; a CT with off-chip operands takes the energy/cycles front of every valid
+  // mapping instead). Without energy_tiebreak, `objective` alone.
   Objective objective = Objective::Cycles;
   bool energy_tiebreak = true;
   int64_t max_mappings = 0;  // per mapper call; 0 = no limit (exhaustive_search's max_mappings)

@@ -12,7 +12,7 @@
 namespace mapfuse {
 
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
-                               double& energy_lb, double& cycles_lb) const {
+                               double& energy_lb, double& cycles_lb, bool open_keep) const {
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
   // times what remains over the spatial factors above l, whose product is at most fanout_above[l].
   int64_t inner = 1, left = 1;
@@ -21,20 +21,54 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   for (int r = 0; r < R; ++r) left *= rest[r];
   const int64_t steps = inner * ((left + fanout_above[l] - 1) / fanout_above[l]);
   cycles_lb = static_cast<double>(steps);  // the model's latency is at least its compute steps
-  // Per instance, the innermost level keeping a tensor serves compute once per step and group
-  // (reads, or updates for the output: model.cpp, `child_fills = temporal_iterations`).
-  double per_step = 0;
+  // The innermost level m keeping a tensor serves every compute step of each of its instances,
+  // once per multicast group (model.cpp: child_fills = temporal_iterations, times the groups of
+  // the spatial loops of levels 0..m): temporal iterations x instances of m = operations / the
+  // spatial factors of levels 0..m, all chosen when m <= l. Above l the fan-outs are not chosen:
+  // at most the levels' fan-outs (serve_scaled_above). The groups are at least, per level, the
+  // product over the tensor's dimensions of the largest spatial factor moving it alone (distinct
+  // sums of one loop's steps), times the spatial factors over ranks it does not index on axes
+  // that do not multicast it.
+  const double ops = static_cast<double>(plan_.operations);
+  double spatial[kMaxLevels];
+  for (int m = 0; m <= l; ++m) {
+    int64_t f = 1;
+    for (int r = 0; r < R; ++r) f *= chosen[m].x[r] * chosen[m].y[r];
+    spatial[m] = static_cast<double>(f);
+  }
+  double served = 0;
   for (int t = 0; t < T; ++t) {
-    double pj = serve_pj_above[l][t];
-    for (int m = 0; m <= l; ++m)
-      if (chosen[m].keep >> t & 1) {
-        pj = serve_pj[m][t];
-        break;
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    int m = 0;
+    const int kept_to = open_keep ? l - 1 : l;  // levels whose kept sets are chosen
+    while (m <= kept_to && !(chosen[m].keep >> t & 1)) ++m;
+    const int last = std::min(m, l);
+    double per_op = 1;  // groups / spatial factors of levels 0..last
+    for (int k = 0; k <= last; ++k) {
+      const LevelChoice& ch = chosen[k];
+      const PlanLevel& lv = plan_.levels[static_cast<size_t>(k)];
+      int64_t widest[kMaxTensorDims];
+      std::fill_n(widest, pt.n_dims, int64_t{1});
+      double groups = 1;
+      for (int r = 0; r < R; ++r) {
+        if (ch.x[r] == 1 && ch.y[r] == 1) continue;
+        if (pt.rank_terms[r] == 0) {
+          if (!(lv.multicast_x & role_bit(pt.role))) groups *= static_cast<double>(ch.x[r]);
+          if (!(lv.multicast_y & role_bit(pt.role))) groups *= static_cast<double>(ch.y[r]);
+        } else if (pt.rank_terms[r] == 1) {
+          int64_t& wd = widest[pt.rank_dim[r][0]];
+          wd = std::max({wd, ch.x[r], ch.y[r]});
+        }
       }
-    per_step += pj;
+      for (int d = 0; d < pt.n_dims; ++d) groups *= static_cast<double>(widest[d]);
+      per_op *= groups / spatial[k];
+    }
+    double pj = m <= kept_to ? serve_pj[m][t] : serve_scaled_above[l][t];
+    if (m > kept_to && open_keep && may_keep_at[l] >> t & 1) pj = std::min(pj, serve_pj[l][t]);
+    served += ops * per_op * pj;
   }
   // The model adds the same non-negative terms in another order: leave room for its rounding.
-  energy_lb = (static_cast<double>(plan_.operations) * plan_.op_pj + cycles_lb * per_step) * (1 - 1e-9);
+  energy_lb = (ops * plan_.op_pj + served) * (1 - 1e-9);
 }
 
 const std::vector<TileWorker::State::OuterFanout>& TileWorker::State::outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {

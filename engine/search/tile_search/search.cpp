@@ -77,6 +77,21 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       t_min[l][r] = lo;
       t_max[l][r] = hi;
     }
+  // The most of each rank the levels above l can still take (temporal bound times the fan-outs
+  // that may spread it), so that level l leaves no rest they cannot hold: with an on-chip operand
+  // held whole at its home, no level above the home iterates its ranks, and without this every
+  // factor split below would be enumerated only to find no choice at the top.
+  for (int l = 0; l < L; ++l)
+    for (int r = 0; r < R; ++r) {
+      int64_t reach = 1;
+      for (int m = l + 1; m <= top && m < L; ++m) {
+        int64_t f = t_max[m][r];
+        if (x_ok[m] >> r & 1) f *= c.levels[m].fanout.x;
+        if (y_ok[m] >> r & 1) f *= c.levels[m].fanout.y;
+        reach = std::min<int64_t>(int64_t{1} << 40, reach * f);
+      }
+      reach_above[l][r] = reach;
+    }
   // Divisors of every divisor of every rank size, worked out once.
   int64_t max_size = 1;
   for (int r = 0; r < R; ++r) max_size = std::max(max_size, e.ranks[r].size);
@@ -118,9 +133,11 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   }
   if (spec.bound_scalar && (spec.backing_level >= 0 || spec.rest_tiles > 0))
     throw std::logic_error("TileSearch: branch and bound needs a single-Einsum search");
-  for (int l = 0; l < L; ++l)
+  for (int l = 0; l < L; ++l) {
     for (int t = 0; t < T; ++t)
       serve_pj[l][t] = t == plan_.output ? plan_.levels[l].update_pj : plan_.levels[l].read_pj;
+    for (TensorMask k : keep_options[l]) may_keep_at[l] |= k;
+  }
   for (int l = L - 1; l >= 0; --l) {
     if (l == L - 1) {
       fanout_above[l] = 1;
@@ -129,13 +146,14 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       fanout_above[l] = std::min<int64_t>(int64_t{1} << 40, fanout_above[l + 1] * up.fanout_x * up.fanout_y);
     }
     for (int t = 0; t < T; ++t) {
-      double best = std::numeric_limits<double>::infinity();
+      double best = std::numeric_limits<double>::infinity(), fanout = 1;
       for (int m = l + 1; m < L; ++m) {
+        fanout *= static_cast<double>(plan_.levels[m].fanout_x * plan_.levels[m].fanout_y);
         bool may = false;
         for (TensorMask k : keep_options[m]) may = may || (k >> t & 1);
-        if (may) best = std::min(best, serve_pj[m][t]);
+        if (may) best = std::min(best, serve_pj[m][t] / fanout);
       }
-      serve_pj_above[l][t] = best;
+      serve_scaled_above[l][t] = best;
     }
   }
   if (spec.merge_passthrough)

@@ -160,8 +160,10 @@ class TileSearch {
   // inner temporal iterations times what remains spread over at most the fan-outs above l. Energy:
   // the operations, plus one access per compute step of each tensor at its innermost keeping level
   // (the cheapest level above l that may keep it, if none below does).
+  // `open_keep`: what level l keeps is not chosen yet (chosen[l].keep is ignored; a tensor not
+  // kept below l is served at l or above, whichever is cheaper).
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
-                     double& energy_lb, double& cycles_lb) const;
+                     double& energy_lb, double& cycles_lb, bool open_keep = false) const;
 
  private:
   friend class TileWorker;
@@ -178,6 +180,7 @@ class TileSearch {
   std::vector<std::array<uint8_t, kMaxRanks>> rank_class;
   std::vector<bool> plain;
   std::array<std::array<int64_t, kMaxRanks>, kMaxLevels> t_min{}, t_max{};
+  std::array<std::array<int64_t, kMaxRanks>, kMaxLevels> reach_above{};  // levels l+1..top: most of rank r
   std::vector<std::vector<int64_t>> divisor_lists;  // divisors of every divisor of a rank size
   std::vector<int32_t> divisor_index;               // n -> its list in divisor_lists (n <= max rank size)
   std::vector<std::vector<TensorMask>> keep_options;
@@ -205,9 +208,11 @@ class TileSearch {
   mutable std::atomic<int64_t> keep_rows{0}, keep_hits{0};
   // scalar_bounds: per level l, the product of the fan-outs above l (at most 2^40); per level and
   // tensor the energy of serving one compute step (update for the output, else read), and per
-  // level l and tensor the cheapest of those among the levels above l that may keep it.
+  // level l and tensor the least, among the levels m above l that may keep it, of that energy
+  // over the fan-outs of levels l+1..m (what serving from m costs per operation at best).
   std::array<int64_t, kMaxLevels> fanout_above{};
-  std::array<std::array<double, kMaxTensors>, kMaxLevels> serve_pj{}, serve_pj_above{};
+  std::array<std::array<double, kMaxTensors>, kMaxLevels> serve_pj{}, serve_scaled_above{};
+  std::array<TensorMask, kMaxLevels> may_keep_at{};  // per level: tensors some kept-set choice keeps
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
   std::atomic<int64_t>* budget_;
@@ -221,7 +226,10 @@ class TileSearch {
   // The ranks of `iterated` (a bit per rank) in level l's loop order: its constraint's fixed order,
   // else rank order. Into `out` (cleared first).
   void loop_ranks(int l, uint32_t iterated, std::vector<int>& out) const;
-  void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out) const;
+  // Rejects a level's spatial factors (t all 1) before its temporal ones are enumerated.
+  using SpatialFilter = std::function<bool(const LevelChoice&)>;
+  void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out,
+                     const SpatialFilter* spatial_dead = nullptr) const;
   bool fits(const LevelChoice* chosen, int l) const;
   // False for a choice merge_passthrough leaves to the level above (keeps nothing, iterates).
   bool admissible(const LevelChoice& ch, int l) const {

@@ -11,9 +11,12 @@ namespace mapfuse {
 
 
 // All factor choices of level l given what remains of each rank (keep is set by the caller).
-// The top level takes the rest of every rank; above it everything is 1.
-void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining,
-                               std::vector<LevelChoice>& out) const {
+// The top level takes the rest of every rank; above it everything is 1. With `spatial_dead`
+// (branch and bound), the spatial factors of every rank are chosen first and a set of them the
+// predicate rejects is dropped before any temporal factor is enumerated under it; the choices
+// then come in another order (the searches' results do not depend on it: ties go by text).
+void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out,
+                               const SpatialFilter* spatial_dead) const {
   out.clear();
   const bool outermost = l >= top;
   LevelChoice cur;
@@ -30,35 +33,81 @@ void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& rema
     reach_x[r] = std::min(fx_max, reach_x[r + 1] * (spatial && (x_ok[l] >> r & 1) ? remaining[r] : 1));
     reach_y[r] = std::min(fy_max, reach_y[r + 1] * (spatial && (y_ok[l] >> r & 1) ? remaining[r] : 1));
   }
-  auto rec = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
-    if (used_x * reach_x[r] < min_x || used_y * reach_y[r] < min_y) return;  // min_usage (FanoutUnderused)
-    if (r == R) {
-      out.push_back(cur);
+  // The temporal factors of rank r given its spatial ones: what remains, or (below the top) every
+  // divisor within the constraints that leaves no more than the levels above can take.
+  auto each_temporal = [&](int r, int64_t rest, auto&& take) {
+    if (outermost) {
+      if (temporal_ok(r, rest)) take(rest);
       return;
     }
+    for (int64_t t : divs(rest)) {
+      if (t > t_max[l][r]) break;  // divisors ascend
+      if (rest / t > reach_above[l][r]) continue;  // more than the levels above can take
+      if (temporal_ok(r, t)) take(t);
+    }
+  };
+  auto each_spatial = [&](int r, int64_t used_x, int64_t used_y, auto&& take) {
     for (int64_t sx : divs(remaining[r])) {
       if (sx > 1 && (l > top || !(x_ok[l] >> r & 1) || used_x * sx > fx_max)) break;
       for (int64_t sy : divs(remaining[r] / sx)) {
         if (sy > 1 && (l > top || !(y_ok[l] >> r & 1) || used_y * sy > fy_max)) break;
-        const int64_t rest = remaining[r] / sx / sy;
-        auto take = [&](int64_t t) {
-          if (!temporal_ok(r, t)) return;
+        take(sx, sy);
+      }
+    }
+  };
+  if (!spatial_dead) {
+    auto rec = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
+      if (used_x * reach_x[r] < min_x || used_y * reach_y[r] < min_y) return;  // min_usage (FanoutUnderused)
+      if (r == R) {
+        out.push_back(cur);
+        return;
+      }
+      each_spatial(r, used_x, used_y, [&](int64_t sx, int64_t sy) {
+        each_temporal(r, remaining[r] / sx / sy, [&](int64_t t) {
           cur.t[r] = t;
           cur.x[r] = sx;
           cur.y[r] = sy;
           self(self, r + 1, used_x * sx, used_y * sy);
-        };
-        if (outermost) take(rest);
-        else
-          for (int64_t t : divs(rest)) {
-            if (t > t_max[l][r]) break;  // divisors ascend
-            take(t);
-          }
+        });
+      });
+    };
+    rec(rec, 0, 1, 1);
+  } else {
+    auto temporal = [&](auto&& self, int r) -> void {
+      if (r == R) {
+        out.push_back(cur);
+        return;
       }
-    }
-  };
-  rec(rec, 0, 1, 1);
+      each_temporal(r, remaining[r] / cur.x[r] / cur.y[r], [&](int64_t t) {
+        cur.t[r] = t;
+        self(self, r + 1);
+      });
+    };
+    auto spatial = [&](auto&& self, int r, int64_t used_x, int64_t used_y) -> void {
+      if (used_x * reach_x[r] < min_x || used_y * reach_y[r] < min_y) return;  // min_usage (FanoutUnderused)
+      if (r == R) {
+        for (int q = 0; q < R; ++q) cur.t[q] = 1;
+        if (!(*spatial_dead)(cur)) temporal(temporal, 0);
+        return;
+      }
+      each_spatial(r, used_x, used_y, [&](int64_t sx, int64_t sy) {
+        cur.x[r] = sx;
+        cur.y[r] = sy;
+        self(self, r + 1, used_x * sx, used_y * sy);
+      });
+    };
+    spatial(spatial, 0, 1, 1);
+  }
   if (l == lanes_level && spec_.reduce_orders && out.size() > 1) {
+    if (spatial_dead)  // the first of equals as the one-pass order has it: (x, y, t) rank by rank, ascending
+      std::sort(out.begin(), out.end(), [&](const LevelChoice& a, const LevelChoice& b) {
+        for (int r = 0; r < R; ++r) {
+          if (a.x[r] != b.x[r]) return a.x[r] < b.x[r];
+          if (a.y[r] != b.y[r]) return a.y[r] < b.y[r];
+          if (a.t[r] != b.t[r]) return a.t[r] < b.t[r];
+        }
+        return false;
+      });
     // Same factor per rank (loops x lanes) = same tile, same accesses (each operation reads and
     // writes the level itself); same lanes used = same cycles (copies may use fewer): keep the first.
     std::set<std::array<int64_t, kMaxRanks + 1>> seen;

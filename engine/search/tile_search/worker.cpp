@@ -13,7 +13,23 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
     return;
   }
   std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
-  s->level_choices(l, remaining, choices);
+  if (s->spec_.bound_scalar) {
+    // Branch and bound: a level's spatial factors alone bound the compute steps and what serving
+    // compute costs, whatever its temporal factors and kept set; beaten ones are not expanded.
+    const TileSearch::SpatialFilter dead = [&](const LevelChoice& spatial) {
+      chosen[l] = spatial;
+      std::array<int64_t, kMaxRanks> rest = remaining;
+      for (int r = 0; r < s->R; ++r) rest[r] /= spatial.x[r] * spatial.y[r];
+      double energy = 0, cycles = 0;
+      s->scalar_bounds(chosen.data(), l, rest, energy, cycles, true);
+      const bool beaten = sink->beaten(energy, cycles, -1, 0);
+      owner->bound_pruned[static_cast<size_t>(l)] += beaten;
+      return beaten;
+    };
+    s->level_choices(l, remaining, choices, &dead);
+  } else {
+    s->level_choices(l, remaining, choices);
+  }
   for (const LevelChoice& ch : choices) {
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
