@@ -170,6 +170,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
   std::vector<TileCost> costs;
   if (o->allocation == "ga") {
     // Every (CT, capable core) costed once, then the search (docs/stream.md, "Genetic allocator").
+    check_ga_options(o->ga);
     t = clock::now();
     const std::vector<std::vector<int>> layer_cores = capable_cores(w, arch);
     const CandidateTiles cand = candidate_tiles(g.tiles, layer_cores);

@@ -271,11 +271,15 @@ struct Rng {
 
 }  // namespace
 
-GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt) {
+void check_ga_options(const GaOptions& opt) {
   if (opt.population < 2)
     throw InputError({}, "--population", fmt::format("expected at least 2 individuals, got {}", opt.population));
   if (opt.generations < 0)
     throw InputError({}, "--generations", fmt::format("expected 0 or more generations, got {}", opt.generations));
+}
+
+GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt) {
+  check_ga_options(opt);
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t evals0 = ev.evaluations();
   const size_t G = ev.genes().size();

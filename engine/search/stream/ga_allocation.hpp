@@ -121,8 +121,11 @@ struct GaResult {
 // point), a mutation of one (mutpb; with probability 0.75 each gene redrawn with probability
 // 1/genes, else two genes swapped) or a copy; the next population is the best population / 2 of
 // parents and offspring by non-dominated rank, then crowding distance. Deterministic for a seed.
-// InputError (keys --population, --generations) for a population below 2 or negative generations.
+// InputError as check_ga_options.
 GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt);
+// InputError (keys --population, --generations) for a population below 2 or negative generations
+// (callers check before costing the tiles).
+void check_ga_options(const GaOptions& opt);
 
 // Indices of the non-dominated points (both objectives minimised; equal points all kept), in
 // ascending latency.
