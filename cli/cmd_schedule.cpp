@@ -178,7 +178,7 @@ int run_pipeline(const ScheduleOptions* o) {
                          {"best_edp", e.best_edp}});
       for (const GaPoint& p : ga.front)
         front.push_back({{"latency_cc", p.latency_cc}, {"energy_pj", p.energy_pj}, {"edp", p.edp()}});
-      j["ga"] = {{"generations", o->ga.generations}, {"population", o->ga.population}, {"seed", o->ga.seed},
+      j["ga"] = {{"genes", run.ga_genes}, {"generations", o->ga.generations}, {"population", o->ga.population}, {"seed", o->ga.seed},
                  {"evaluations", ga.evaluations}, {"offspring", ga.offspring}, {"problem_rebuilds", run.ga_rebuilds},
                  {"trace", trace}, {"front", front}};
     }
@@ -198,9 +198,9 @@ int run_pipeline(const ScheduleOptions* o) {
                seconds["tile_costs"].get<double>(), seconds["problem"].get<double>(), seconds["schedule"].get<double>());
     if (run.ga) {
       const GaResult& ga = *run.ga;
-      fmt::print("ga: {} generations x {} individuals, seed {}: {} schedules ({} problem rebuilds) in {:.3f} s, "
+      fmt::print("ga: {} genes, {} generations x {} individuals, seed {}: {} schedules ({} problem rebuilds) in {:.3f} s, "
                  "{} allocations on the front\n",
-                 o->ga.generations, o->ga.population, o->ga.seed, ga.evaluations, run.ga_rebuilds, ga.seconds,
+                 run.ga_genes, o->ga.generations, o->ga.population, o->ga.seed, ga.evaluations, run.ga_rebuilds, ga.seconds,
                  ga.front.size());
       for (const GaGeneration& e : ga.trace)
         fmt::print("  generation {:>3}: {:>6} schedules, best latency {:.10g} cc, energy {:.12g} pJ, EDP {:.6g}\n",

@@ -179,6 +179,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
     t = clock::now();
     run.ga = ga_allocate(ev, o->ga);
     run.ga_rebuilds = ev.rebuilds();
+    run.ga_genes = int64_t(ev.genes().size());
     run.core_of_tile = ev.core_of_tile(run.ga->best.genome);
     for (size_t i = 0; i < run.core_of_tile.size(); ++i) costs.push_back(ev.cost(int(i), run.core_of_tile[i]));
     seconds["allocation"] = since(t);

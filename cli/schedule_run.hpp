@@ -44,6 +44,7 @@ struct ScheduleRun {
   coala::Schedule schedule;
   std::optional<GaResult> ga;  // --allocation ga: the search (its best allocation is core_of_tile)
   int64_t ga_rebuilds = 0;     // problems rebuilt during the search (AllocationEvaluator::rebuilds)
+  int64_t ga_genes = 0;
   nlohmann::json seconds;   // load, tiles, allocation, tile_costs, problem, schedule
 };
 
