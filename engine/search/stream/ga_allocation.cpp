@@ -28,19 +28,6 @@ bool same_operands(const TileCost& a, const TileCost& b) {
 
 }  // namespace
 
-std::vector<std::vector<int>> capable_cores(const Workload& w, const Architecture& arch) {
-  std::vector<std::vector<int>> out(w.einsums.size());
-  for (size_t l = 0; l < w.einsums.size(); ++l) {
-    for (size_t c = 0; c < arch.cores.size(); ++c)
-      if (arch.cores[c].can_run(w.einsums[l].op)) out[l].push_back(int(c));
-    if (out[l].empty())
-      throw InputError({}, "allocation",
-                       fmt::format("no core of '{}' can run layer '{}' ({} operator)", arch.name, w.einsums[l].name,
-                                   to_string(w.einsums[l].op)));
-  }
-  return out;
-}
-
 CandidateTiles candidate_tiles(const TileSet& ts, const std::vector<std::vector<int>>& layer_cores) {
   CandidateTiles c;
   for (const auto& l : layer_cores) c.slots = std::max(c.slots, int(l.size()));

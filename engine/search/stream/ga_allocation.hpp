@@ -1,12 +1,14 @@
 #pragma once
-// Stream classic's genetic allocator (the baseline of Stream §6.1; shared/notes/stream_zigzag.md
-// §2.2 item 6): NSGA-II over layer -> core allocations, one gene per (layer, inter-core group)
-// whose layer more than one core can run, two minimised objectives (latency, energy), each fitness
-// a full COALA schedule of the whole CT graph. docs/stream.md, "Genetic allocator".
+// Stream classic's genetic allocator (the baseline of Stream §5.5, Fig. 13: Karl et al., DATE
+// 2023; shared/notes/stream_zigzag.md §2.2 item 6): NSGA-II over layer -> core allocations, one
+// gene per (layer, inter-core group) whose layer more than one core can run, two minimised
+// objectives (latency, energy), each fitness a full COALA schedule of the whole CT graph.
+// docs/stream.md, "Genetic allocator".
 //
 // The per-tile costs of every (CT, candidate core) are computed once, before the search
-// (candidate_tiles + one map_tile_costs or table call); a fitness then only rewrites the per-CT
-// core, runtime and energies of one coala::Problem that lives as long as the evaluator.
+// (capable_cores, candidate_tiles, then one map_tile_costs or table call); a fitness then only
+// rewrites the per-CT core, runtime and energies of one coala::Problem that lives as long as the
+// evaluator.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -14,14 +16,11 @@
 #include "engine/arch/architecture.hpp"
 #include "engine/cost/coala.hpp"
 #include "engine/cost/tile_cost.hpp"
+#include "engine/search/stream/allocation.hpp"
 #include "engine/search/stream/schedule_problem.hpp"
 #include "engine/workload/tile_graph.hpp"
 
 namespace mapfuse {
-
-// Per Einsum the cores (arch indices, node order) that can run its operator. InputError (key
-// "allocation") naming the layer when none can.
-std::vector<std::vector<int>> capable_cores(const Workload& w, const Architecture& arch);
 
 // The CTs of `tiles` repeated once per candidate slot: tile j*n + t is CT t (n CTs) and `cores`
 // holds, for it, the (j mod k)-th of the k capable cores of its layer. One map_tile_costs or
