@@ -179,7 +179,7 @@ int run_pipeline(const ScheduleOptions* o) {
       for (const GaPoint& p : ga.front)
         front.push_back({{"latency_cc", p.latency_cc}, {"energy_pj", p.energy_pj}, {"edp", p.edp()}});
       j["ga"] = {{"genes", run.ga_genes}, {"generations", o->ga.generations}, {"population", o->ga.population}, {"seed", o->ga.seed},
-                 {"evaluations", ga.evaluations}, {"offspring", ga.offspring}, {"problem_rebuilds", run.ga_rebuilds},
+                 {"evaluations", ga.evaluations}, {"infeasible", ga.infeasible}, {"offspring", ga.offspring}, {"problem_rebuilds", run.ga_rebuilds},
                  {"trace", trace}, {"front", front}};
     }
     std::cout << j.dump(1) << "\n";

@@ -65,18 +65,23 @@ coala::Schedule direct(const Tiny& t, const std::vector<int>& cores) {
   return coala::schedule(build_schedule_problem(t.w, t.g, t.arch, cores, costs, t.popt), t.opt);
 }
 
-// Every genome of the evaluator (cores per gene), by counting.
-std::vector<GaPoint> enumerate(AllocationEvaluator& ev) {
+// Every genome of the evaluator (cores per gene), by counting; those the scheduler refuses are
+// left out and counted in `refused`.
+std::vector<GaPoint> enumerate(AllocationEvaluator& ev, int* refused = nullptr) {
   const size_t G = ev.genes().size();
   std::vector<GaPoint> all;
   std::vector<size_t> digit(G, 0);
   while (true) {
     GaPoint p;
     for (size_t i = 0; i < G; ++i) p.genome.push_back(ev.choices(int(i))[digit[i]]);
-    const coala::Schedule& s = ev.evaluate(p.genome);
-    p.latency_cc = s.latency_cc;
-    p.energy_pj = s.energy.total();
-    all.push_back(p);
+    try {
+      const coala::Schedule& s = ev.evaluate(p.genome);
+      p.latency_cc = s.latency_cc;
+      p.energy_pj = s.energy.total();
+      all.push_back(p);
+    } catch (const InputError&) {
+      if (refused) ++*refused;
+    }
     size_t i = 0;
     while (i < G && ++digit[i] == ev.choices(int(i)).size()) digit[i++] = 0;
     if (i == G) break;
@@ -225,4 +230,36 @@ TEST_CASE("stream ga: pareto_front keeps equal points and drops dominated ones; 
   o.generations = -1;
   CHECK_THROWS_AS(ga_allocate(ev, o), InputError);
   CHECK_THROWS_AS(ev.evaluate(std::vector<int>{0, 1}), InputError);
+}
+
+TEST_CASE("stream ga: allocations the scheduler refuses are infeasible; the best feasible one is still found") {
+  Tiny t = tiny();
+  // The OS core's memories hold one word each: no CT's tensors fit, so COALA refuses every
+  // allocation that uses it.
+  for (Level& l : t.arch.cores[1].levels)
+    if (l.entries > 0) l.entries = 1;
+  AllocationEvaluator brute_ev = evaluator(t);
+  int refused = 0;
+  const std::vector<GaPoint> feasible = enumerate(brute_ev, &refused);
+  REQUIRE(!feasible.empty());
+  CHECK(refused + int(feasible.size()) == 64);
+  CHECK(refused > 0);
+  double best_edp = std::numeric_limits<double>::infinity();
+  for (const GaPoint& p : feasible) best_edp = std::min(best_edp, p.edp());
+  AllocationEvaluator ev = evaluator(t);
+  GaOptions o;
+  o.population = 16;
+  o.generations = 30;
+  o.seed = 7;
+  const GaResult r = ga_allocate(ev, o);
+  CHECK(r.infeasible > 0);
+  CHECK(r.infeasible < r.evaluations);
+  CHECK(r.best.edp() == best_edp);
+  for (const GaPoint& p : r.front) CHECK(p.latency_cc < 1e300);
+  // Both cores unable to hold anything: every allocation refused, the search says so.
+  for (Level& l : t.arch.cores[0].levels)
+    if (l.entries > 0) l.entries = 1;
+  AllocationEvaluator none = evaluator(t);
+  o.generations = 2;
+  CHECK_THROWS_WITH_AS(ga_allocate(none, o), doctest::Contains("could be scheduled"), InputError);
 }

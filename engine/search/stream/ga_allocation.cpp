@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <string>
 
 #include "engine/common/error.hpp"
 
@@ -162,8 +163,8 @@ const coala::Schedule& AllocationEvaluator::evaluate(std::span<const int> genome
       s.offchip_energy_pj = c.offchip_energy_pj;
     }
   }
-  schedule_ = coala::schedule(problem_, opt_);
   ++evaluations_;
+  schedule_ = coala::schedule(problem_, opt_);
   return schedule_;
 }
 
@@ -276,13 +277,27 @@ GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt) {
   std::vector<GaPoint> archive;
   GaGeneration best{0, 0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
                     std::numeric_limits<double>::infinity()};
+  std::string first_refusal;
   auto fitness = [&](Individual& ind) {
     ++r.offspring;
     auto it = seen.find(ind.genome);
     if (it == seen.end()) {
-      const coala::Schedule& s = ev.evaluate(ind.genome);
-      it = seen.emplace(ind.genome, std::pair{s.latency_cc, s.energy.total()}).first;
-      GaPoint p{ind.genome, s.latency_cc, s.energy.total()};
+      const coala::Schedule* s = nullptr;
+      try {
+        s = &ev.evaluate(ind.genome);
+      } catch (const InputError& e) {
+        // The scheduler refuses the allocation (a core's memory cannot hold a CT's tensors): it
+        // is infeasible, dominated by every feasible one. The largest finite value keeps the
+        // crowding distances free of inf - inf.
+        ++r.infeasible;
+        if (first_refusal.empty()) first_refusal = e.what();
+        constexpr double worst = std::numeric_limits<double>::max();
+        seen.emplace(ind.genome, std::pair{worst, worst});
+        ind.f[0] = ind.f[1] = worst;
+        return;
+      }
+      it = seen.emplace(ind.genome, std::pair{s->latency_cc, s->energy.total()}).first;
+      GaPoint p{ind.genome, s->latency_cc, s->energy.total()};
       best.best_latency_cc = std::min(best.best_latency_cc, p.latency_cc);
       best.best_energy_pj = std::min(best.best_energy_pj, p.energy_pj);
       best.best_edp = std::min(best.best_edp, p.edp());
@@ -382,6 +397,10 @@ GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt) {
     pop = select_nsga2(std::move(pop), mu);
     record(gen);
   }
+  if (archive.empty())
+    throw InputError({}, "allocation",
+                     fmt::format("none of the {} allocations the search drew could be scheduled; the first: {}",
+                                 r.infeasible, first_refusal));
   for (int i : pareto_front(archive)) r.front.push_back(archive[size_t(i)]);
   r.best = r.front.front();
   for (const GaPoint& p : r.front)

@@ -54,8 +54,9 @@ class AllocationEvaluator {
   // core cannot run its layer or differs from that of its group's other CTs.
   std::vector<int> genome_of(std::span<const int> core_of_tile) const;
 
-  // The COALA schedule of the allocation. No problem copy: the CTs' core, runtime and energies are
-  // rewritten in place; only when a CT's too-large operands (TileCost::operands offchip flags or
+  // The COALA schedule of the allocation (coala::schedule's InputError when it refuses it, e.g. a
+  // CT whose tensors its core's memory cannot hold; counted in evaluations() all the same). No
+  // problem copy: the CTs' core, runtime and energies are rewritten in place; only when a CT's too-large operands (TileCost::operands offchip flags or
   // bandwidths) differ between its candidate cores is the problem rebuilt (counted in rebuilds()).
   const coala::Schedule& evaluate(std::span<const int> genome);
   int64_t evaluations() const { return evaluations_; }
@@ -110,6 +111,7 @@ struct GaResult {
   std::vector<GaPoint> front;       // non-dominated over every allocation evaluated, by latency
   std::vector<GaGeneration> trace;  // generations + 1 entries
   int64_t evaluations = 0;          // COALA schedules run (an allocation seen before is not rescheduled)
+  int64_t infeasible = 0;           // of them, allocations the scheduler refused (InputError)
   int64_t offspring = 0;            // individuals created (evaluated or found in the cache)
   double seconds = 0;
 };
@@ -120,7 +122,8 @@ struct GaResult {
 // point), a mutation of one (mutpb; with probability 0.75 each gene redrawn with probability
 // 1/genes, else two genes swapped) or a copy; the next population is the best population / 2 of
 // parents and offspring by non-dominated rank, then crowding distance. Deterministic for a seed.
-// InputError as check_ga_options.
+// An allocation the scheduler refuses is infeasible (worse than every other; GaResult::infeasible).
+// InputError as check_ga_options, or when every allocation drawn is refused.
 GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt);
 // InputError (keys --population, --generations) for a population below 2 or negative generations
 // (callers check before costing the tiles).
