@@ -3,8 +3,8 @@
 # costs from the mapper for every (CT, core), a small NSGA-II (4 generations x 8 individuals). The
 # JSON has the allocation chosen, its latency, energy and EDP (equal to the trace's best EDP: a
 # fitness is a full COALA schedule of the same allocation), the budget, seed and per-generation
-# trace; a second run with the same seed gives the same JSON (timings aside); a population of 1 is
-# refused with exit status 2.
+# trace; a second run with the same seed gives the same JSON (timings aside); a population of 1 and
+# negative generations are refused with exit status 2.
 set -eu
 bin="$1"
 data="$2"
@@ -42,10 +42,11 @@ for j in (a, b):
 assert a == b, "two runs with the same seed differ"
 PY
 set +e
-"$bin" schedule --arch tpu_like_quad_core --workload "$onnx" --stacks 0-1 --allocation ga --population 1 \
-  >"$tmp/out" 2>"$tmp/err"
-status=$?
-set -e
-[ "$status" -eq 2 ] || { echo "expected exit 2, got $status"; exit 1; }
-grep -q -- "--population" "$tmp/err"
+fail=0
+. "$(dirname "$0")/lib/expect.sh"
+expect population_1 2 "--population.*at least 2" -- "$bin" schedule --arch tpu_like_quad_core --workload "$onnx" \
+  --stacks 0-1 --allocation ga --population 1
+expect generations_negative 2 "--generations" -- "$bin" schedule --arch tpu_like_quad_core --workload "$onnx" \
+  --stacks 0-1 --allocation ga --generations -1
+[ "$fail" -eq 0 ] || exit 1
 echo "schedule_ga: ok"

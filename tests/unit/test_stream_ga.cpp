@@ -89,6 +89,20 @@ std::vector<GaPoint> enumerate(AllocationEvaluator& ev, int* refused = nullptr) 
   return all;
 }
 
+double least_edp(const std::vector<GaPoint>& pts) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const GaPoint& p : pts) best = std::min(best, p.edp());
+  return best;
+}
+
+GaOptions budget(int population, int generations, uint64_t seed) {
+  GaOptions o;
+  o.population = population;
+  o.generations = generations;
+  o.seed = seed;
+  return o;
+}
+
 bool dominated(const GaPoint& p, const std::vector<GaPoint>& by) {
   for (const GaPoint& q : by)
     if (q.latency_cc <= p.latency_cc && q.energy_pj <= p.energy_pj &&
@@ -147,19 +161,14 @@ TEST_CASE("stream ga: with enough budget the search finds the brute-force optimu
   AllocationEvaluator brute_ev = evaluator(t);
   const std::vector<GaPoint> all = enumerate(brute_ev);
   REQUIRE(all.size() == 64);
-  double best_edp = std::numeric_limits<double>::infinity();
-  for (const GaPoint& p : all) best_edp = std::min(best_edp, p.edp());
+  const double best_edp = least_edp(all);
   std::vector<GaPoint> brute_front;
   for (int i : pareto_front(all)) brute_front.push_back(all[size_t(i)]);
   // The tiny costs make the objectives conflict: the front has more than one point.
   CHECK(brute_front.size() > 1);
 
   AllocationEvaluator ev = evaluator(t);
-  GaOptions o;
-  o.population = 16;
-  o.generations = 30;
-  o.seed = 7;
-  const GaResult r = ga_allocate(ev, o);
+  const GaResult r = ga_allocate(ev, budget(16, 30, 7));
   CHECK(r.best.edp() == best_edp);
   CHECK(r.evaluations <= 64);  // each allocation scheduled at most once
   CHECK(r.evaluations == ev.evaluations());
@@ -193,10 +202,7 @@ TEST_CASE("stream ga: with enough budget the search finds the brute-force optimu
 
 TEST_CASE("stream ga: the same seed gives the same search; a small budget stays within it") {
   const Tiny t = tiny();
-  GaOptions o;
-  o.population = 6;
-  o.generations = 3;
-  o.seed = 11;
+  const GaOptions o = budget(6, 3, 11);
   AllocationEvaluator e1 = evaluator(t), e2 = evaluator(t);
   const GaResult a = ga_allocate(e1, o), b = ga_allocate(e2, o);
   CHECK(a.best.genome == b.best.genome);
@@ -244,22 +250,15 @@ TEST_CASE("stream ga: allocations the scheduler refuses are infeasible; the best
   REQUIRE(!feasible.empty());
   CHECK(refused + int(feasible.size()) == 64);
   CHECK(refused > 0);
-  double best_edp = std::numeric_limits<double>::infinity();
-  for (const GaPoint& p : feasible) best_edp = std::min(best_edp, p.edp());
   AllocationEvaluator ev = evaluator(t);
-  GaOptions o;
-  o.population = 16;
-  o.generations = 30;
-  o.seed = 7;
-  const GaResult r = ga_allocate(ev, o);
+  const GaResult r = ga_allocate(ev, budget(16, 30, 7));
   CHECK(r.infeasible > 0);
   CHECK(r.infeasible < r.evaluations);
-  CHECK(r.best.edp() == best_edp);
+  CHECK(r.best.edp() == least_edp(feasible));
   for (const GaPoint& p : r.front) CHECK(p.latency_cc < 1e300);
   // Both cores unable to hold anything: every allocation refused, the search says so.
   for (Level& l : t.arch.cores[0].levels)
     if (l.entries > 0) l.entries = 1;
   AllocationEvaluator none = evaluator(t);
-  o.generations = 2;
-  CHECK_THROWS_WITH_AS(ga_allocate(none, o), doctest::Contains("could be scheduled"), InputError);
+  CHECK_THROWS_WITH_AS(ga_allocate(none, budget(16, 2, 7)), doctest::Contains("could be scheduled"), InputError);
 }
