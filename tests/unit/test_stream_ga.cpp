@@ -262,3 +262,23 @@ TEST_CASE("stream ga: allocations the scheduler refuses are infeasible; the best
   AllocationEvaluator none = evaluator(t);
   CHECK_THROWS_WITH_AS(ga_allocate(none, budget(16, 2, 7)), doctest::Contains("could be scheduled"), InputError);
 }
+
+TEST_CASE("stream ga: with one core per layer there is no gene; the one allocation is scheduled once") {
+  Tiny t = tiny();
+  t.layer_cores = {{1}, {0}, {1}};  // c1 and c3 on the OS core, c2 on the WS core
+  const CandidateTiles cand = candidate_tiles(t.g.tiles, t.layer_cores);
+  CHECK(cand.slots == 1);
+  t.candidate_costs = tile_costs_from_table(t.table, t.w, cand.tiles, t.arch, cand.cores);
+  AllocationEvaluator ev = evaluator(t);
+  CHECK(ev.genes().empty());
+  const GaResult r = ga_allocate(ev, budget(4, 3, 1));
+  CHECK(r.evaluations == 1);
+  REQUIRE(r.trace.size() == 4);
+  CHECK(r.trace.back().evaluations == 1);
+  REQUIRE(r.front.size() == 1);
+  const std::vector<int> cores = ev.core_of_tile(r.best.genome);
+  for (size_t i = 0; i < cores.size(); ++i) CHECK(cores[i] == (t.g.tiles.tiles[i].layer == 1 ? 0 : 1));
+  const coala::Schedule d = direct(t, cores);
+  CHECK(r.best.latency_cc == d.latency_cc);
+  CHECK(r.best.energy_pj == d.energy.total());
+}

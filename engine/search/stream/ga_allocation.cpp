@@ -328,7 +328,11 @@ GaResult ga_allocate(AllocationEvaluator& ev, const GaOptions& opt) {
     return std::find(ch.begin(), ch.end(), core) != ch.end();
   };
   std::vector<int> rest;
-  for (int gen = 1; gen <= opt.generations && G > 0; ++gen) {
+  for (int gen = 1; gen <= opt.generations; ++gen) {
+    if (G == 0) {  // nothing to choose: the one allocation, scheduled once
+      record(gen);
+      continue;
+    }
     std::vector<Individual> offspring;
     offspring.reserve(lambda);
     for (size_t o = 0; o < lambda; ++o) {
