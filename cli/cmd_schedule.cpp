@@ -29,6 +29,7 @@ struct ScheduleOptions {
   std::string arch, workload, mode = "fused", stacks = "auto", granularity = "stream:4", allocation, tile_costs,
       write_tile_costs;
   bool fold_unary = false;
+  GaOptions ga;
 };
 
 int run_replay(const ScheduleOptions* o) {
@@ -123,6 +124,7 @@ int run_pipeline(const ScheduleOptions* o) {
   spec.semantics = o->semantics;
   spec.sets = o->sets;
   spec.fold_unary = o->fold_unary;
+  spec.ga = o->ga;
   const ScheduleRun run = run_schedule(spec);
   const Architecture& arch = run.arch;
   const Workload& w = run.workload;
@@ -166,6 +168,20 @@ int run_pipeline(const ScheduleOptions* o) {
       for (int c : per_layer[l]) names.push_back(arch.cores[size_t(c)].name);
       j["allocation"][w.einsums[l].name] = names;
     }
+    if (run.ga) {
+      const GaResult& ga = *run.ga;
+      j["search_seconds"] = ga.seconds;
+      nlohmann::json trace = nlohmann::json::array(), front = nlohmann::json::array();
+      for (const GaGeneration& e : ga.trace)
+        trace.push_back({{"generation", e.generation}, {"evaluations", e.evaluations},
+                         {"best_latency_cc", e.best_latency_cc}, {"best_energy_pj", e.best_energy_pj},
+                         {"best_edp", e.best_edp}});
+      for (const GaPoint& p : ga.front)
+        front.push_back({{"latency_cc", p.latency_cc}, {"energy_pj", p.energy_pj}, {"edp", p.edp()}});
+      j["ga"] = {{"genes", run.ga_genes}, {"generations", o->ga.generations}, {"population", o->ga.population}, {"seed", o->ga.seed},
+                 {"evaluations", ga.evaluations}, {"infeasible", ga.infeasible}, {"offspring", ga.offspring}, {"problem_rebuilds", run.ga_rebuilds},
+                 {"trace", trace}, {"front", front}};
+    }
     std::cout << j.dump(1) << "\n";
   } else {
     fmt::print("{} on {}: {} CTs, {} edges, {} stacks, mode {}, semantics {}\n", w.name, arch.name, g.tiles.tiles.size(),
@@ -180,6 +196,16 @@ int run_pipeline(const ScheduleOptions* o) {
     fmt::print("seconds: load {:.3f}, tiles {:.3f}, allocation {:.3f}, tile costs {:.3f}, problem {:.3f}, schedule {:.3f}\n",
                seconds["load"].get<double>(), seconds["tiles"].get<double>(), seconds["allocation"].get<double>(),
                seconds["tile_costs"].get<double>(), seconds["problem"].get<double>(), seconds["schedule"].get<double>());
+    if (run.ga) {
+      const GaResult& ga = *run.ga;
+      fmt::print("ga: {} genes, {} generations x {} individuals, seed {}: {} schedules ({} problem rebuilds) in {:.3f} s, "
+                 "{} allocations on the front\n",
+                 run.ga_genes, o->ga.generations, o->ga.population, o->ga.seed, ga.evaluations, run.ga_rebuilds, ga.seconds,
+                 ga.front.size());
+      for (const GaGeneration& e : ga.trace)
+        fmt::print("  generation {:>3}: {:>6} schedules, best latency {:.10g} cc, energy {:.12g} pJ, EDP {:.6g}\n",
+                   e.generation, e.evaluations, e.best_latency_cc, e.best_energy_pj, e.best_edp);
+    }
   }
   return 0;
 }
@@ -204,7 +230,11 @@ Command add_schedule_command(CLI::App& app) {
   cmd->add_option("--granularity", o->granularity, "stream:N: one CT per output row in fused stacks, MAC and "
                                                    "single-input element-wise layers split into N inter-core groups")
       ->capture_default_str();
-  cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md) or greedy");
+  cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md), greedy, or ga "
+                                                 "(Stream's NSGA-II over layer -> core allocations)");
+  cmd->add_option("--generations", o->ga.generations, "--allocation ga: generations")->capture_default_str();
+  cmd->add_option("--population", o->ga.population, "--allocation ga: individuals per generation")->capture_default_str();
+  cmd->add_option("--seed", o->ga.seed, "--allocation ga: random seed")->capture_default_str();
   cmd->add_option("--tile-costs", o->tile_costs, "a tile-cost table (CSV, docs/stream.md) or a Stream dump folder "
                                                  "(its cost_lut.csv and cns.csv); without it, mapfuse's mapper "
                                                  "costs each unique (CT shape, core)");

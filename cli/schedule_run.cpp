@@ -159,22 +159,41 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
   const TileGraph& g = run.graph;
   seconds["tiles"] = since(t);
 
-  t = clock::now();
-  run.core_of_tile = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
-                                                           : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
-  const std::vector<int>& cores = run.core_of_tile;
-  seconds["allocation"] = since(t);
-
-  t = clock::now();
   // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
   run.mapped = o->tile_costs.empty();
-  const std::vector<TileCost> costs =
-      run.mapped ? map_tile_costs(w, g.tiles, arch, cores, TileCostOptions{}, &run.tile_cost_stats)
-      : std::filesystem::is_directory(o->tile_costs)
-          ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, g.tiles, arch, cores)
-          : read_tile_costs(o->tile_costs, w, g.tiles, arch, cores);
+  auto tile_costs = [&](const TileSet& tiles, std::span<const int> cores) {
+    return run.mapped ? map_tile_costs(w, tiles, arch, cores, TileCostOptions{}, &run.tile_cost_stats)
+           : std::filesystem::is_directory(o->tile_costs)
+               ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, tiles, arch, cores)
+               : read_tile_costs(o->tile_costs, w, tiles, arch, cores);
+  };
+  std::vector<TileCost> costs;
+  if (o->allocation == "ga") {
+    // Every (CT, capable core) costed once, then the search (docs/stream.md, "Genetic allocator").
+    check_ga_options(o->ga);
+    t = clock::now();
+    const std::vector<std::vector<int>> layer_cores = capable_cores(w, arch);
+    const CandidateTiles cand = candidate_tiles(g.tiles, layer_cores);
+    AllocationEvaluator ev(w, g, arch, layer_cores, tile_costs(cand.tiles, cand.cores), popt, opt);
+    seconds["tile_costs"] = since(t);
+    t = clock::now();
+    run.ga = ga_allocate(ev, o->ga);
+    run.ga_rebuilds = ev.rebuilds();
+    run.ga_genes = int64_t(ev.genes().size());
+    run.core_of_tile = ev.core_of_tile(run.ga->best.genome);
+    for (size_t i = 0; i < run.core_of_tile.size(); ++i) costs.push_back(ev.cost(int(i), run.core_of_tile[i]));
+    seconds["allocation"] = since(t);
+  } else {
+    t = clock::now();
+    run.core_of_tile = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
+                                                 : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
+    seconds["allocation"] = since(t);
+    t = clock::now();
+    costs = tile_costs(g.tiles, run.core_of_tile);
+    seconds["tile_costs"] = since(t);
+  }
+  const std::vector<int>& cores = run.core_of_tile;
   if (!o->write_tile_costs.empty()) write_tile_costs(o->write_tile_costs, w, g.tiles, arch, cores, costs);
-  seconds["tile_costs"] = since(t);
 
   t = clock::now();
   run.problem = build_schedule_problem(w, g, arch, cores, costs, popt);

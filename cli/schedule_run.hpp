@@ -3,6 +3,7 @@
 // `mapfuse schedule --arch --workload` and a study's "schedule" unit both run it: tiles and their
 // graph, allocation, tile costs (a table, a Stream dump folder or mapfuse's own mapper), the COALA
 // problem and its schedule (docs/stream.md, "Scheduling a workload").
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "engine/arch/architecture.hpp"
 #include "engine/cost/coala.hpp"
+#include "engine/search/stream/ga_allocation.hpp"
 #include "engine/search/stream/tile_costs.hpp"
 #include "engine/search/stream/schedule_problem.hpp"
 #include "engine/workload/tile_graph.hpp"
@@ -22,7 +24,8 @@ struct ScheduleSpec {
   std::string mode = "fused";           // fused | lbl
   std::string stacks = "auto";          // auto | first | "0-10,11-21"
   std::string granularity = "stream:4";
-  std::string allocation;               // an allocation file or greedy
+  std::string allocation;               // an allocation file, greedy or ga
+  GaOptions ga;                         // --allocation ga
   std::string tile_costs;               // a table, a Stream dump folder, or "" = the mapper
   std::string write_tile_costs;         // "" = none
   std::string semantics = "stream";
@@ -39,6 +42,9 @@ struct ScheduleRun {
   TileCostStats tile_cost_stats;
   coala::Problem problem;
   coala::Schedule schedule;
+  std::optional<GaResult> ga;  // --allocation ga: the search (its best allocation is core_of_tile)
+  int64_t ga_rebuilds = 0;     // problems rebuilt during the search (AllocationEvaluator::rebuilds)
+  int64_t ga_genes = 0;
   nlohmann::json seconds;   // load, tiles, allocation, tile_costs, problem, schedule
 };
 

@@ -118,16 +118,21 @@ std::vector<int> allocate_tiles(const Allocation& a, const Workload& w, const Ti
   return out;
 }
 
-std::vector<int> allocate_greedy(const Workload& w, const TileSet& ts, const Architecture& arch) {
-  std::vector<std::vector<int>> capable(w.einsums.size());
+std::vector<std::vector<int>> capable_cores(const Workload& w, const Architecture& arch) {
+  std::vector<std::vector<int>> out(w.einsums.size());
   for (size_t l = 0; l < w.einsums.size(); ++l) {
     for (size_t c = 0; c < arch.cores.size(); ++c)
-      if (arch.cores[c].can_run(w.einsums[l].op)) capable[l].push_back(int(c));
-    if (capable[l].empty())
+      if (arch.cores[c].can_run(w.einsums[l].op)) out[l].push_back(int(c));
+    if (out[l].empty())
       throw InputError({}, "allocation",
                        fmt::format("no core of '{}' can run layer '{}' ({} operator)", arch.name, w.einsums[l].name,
                                    to_string(w.einsums[l].op)));
   }
+  return out;
+}
+
+std::vector<int> allocate_greedy(const Workload& w, const TileSet& ts, const Architecture& arch) {
+  const std::vector<std::vector<int>> capable = capable_cores(w, arch);
   std::vector<int> out(ts.tiles.size());
   for (size_t t = 0; t < ts.tiles.size(); ++t) {
     const auto& c = capable[size_t(ts.tiles[t].layer)];

@@ -36,6 +36,10 @@ Allocation load_allocation(const std::string& path);
 // neither `layers`, its op kind nor `default` covers.
 std::vector<int> allocate_tiles(const Allocation& a, const Workload& w, const TileSet& tiles, const Architecture& arch);
 
+// Per Einsum the cores (arch indices, node order) that can run its operator. InputError (key
+// "allocation") naming the layer when none can.
+std::vector<std::vector<int>> capable_cores(const Workload& w, const Architecture& arch);
+
 // The greedy rule: per layer, the cores that can run its operator in node order; the CTs of group g
 // go to the (g mod n)-th of them (round-robin over the groups; a layer of one group on the first
 // capable core). InputError when no core can run a layer.
