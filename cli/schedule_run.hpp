@@ -3,6 +3,7 @@
 // `mapfuse schedule --arch --workload` and a study's "schedule" unit both run it: tiles and their
 // graph, allocation, tile costs (a table, a Stream dump folder or mapfuse's own mapper), the COALA
 // problem and its schedule (docs/stream.md, "Scheduling a workload").
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "engine/cost/coala.hpp"
 #include "engine/search/stream/tile_costs.hpp"
 #include "engine/search/stream/schedule_problem.hpp"
+#include "engine/search/stream/waco.hpp"
 #include "engine/workload/tile_graph.hpp"
 #include "engine/workload/workload.hpp"
 
@@ -22,7 +24,8 @@ struct ScheduleSpec {
   std::string mode = "fused";           // fused | lbl
   std::string stacks = "auto";          // auto | first | "0-10,11-21"
   std::string granularity = "stream:4";
-  std::string allocation;               // an allocation file or greedy
+  std::string allocation;               // an allocation file, greedy or waco
+  WacoOptions waco;                     // --max-parallelism, --time-limit, --seed (allocation waco)
   std::string tile_costs;               // a table, a Stream dump folder, or "" = the mapper
   std::string write_tile_costs;         // "" = none
   std::string semantics = "stream";
@@ -37,6 +40,7 @@ struct ScheduleRun {
   std::vector<int> core_of_tile;
   bool mapped = false;      // tile costs from map_tile_costs (then tile_cost_stats holds its figures)
   TileCostStats tile_cost_stats;
+  std::optional<WacoResult> waco;  // allocation waco: its stacks and figures (its graph moved to `graph`)
   coala::Problem problem;
   coala::Schedule schedule;
   nlohmann::json seconds;   // load, tiles, allocation, tile_costs, problem, schedule
@@ -49,6 +53,10 @@ coala::Options schedule_options(const std::string& semantics, const std::vector<
 
 // Runs the whole pipeline. InputError (keys named as the command's flags) on bad input.
 ScheduleRun run_schedule(const ScheduleSpec& spec);
+
+// WACO's figures for --json: steady states (the paper's Fig. 11), per stack the MILP's size,
+// solve time, objective, bound and gap, and the chosen parallelism per layer.
+nlohmann::json waco_json(const WacoResult& r, const Workload& w);
 
 // The ten energy parts of a schedule by name (cn_onchip, cn_offchip, link_*, memory_*); they sum
 // to its total.
