@@ -186,7 +186,7 @@ TEST_CASE("stream waco: CBC finds the enumerated optimum with CT parallelism cho
 
 TEST_CASE("stream waco: random tiny instances (seeded) match the enumerated optimum, weights included") {
   std::mt19937 rng(7);
-  for (int rep = 0; rep < 12; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
     const int cores = 2 + int(rng() % 2), n = 3 + int(rng() % 2);
     const int layers = 1 + int(rng() % 3);
     std::vector<int> lot;
