@@ -212,7 +212,7 @@ nlohmann::json waco_json(const WacoResult& r, const Workload& w) {
     for (size_t k = 0; k < s.layers.size(); ++k)
       layers[w.einsums[size_t(s.layers[k])].name] = s.instance.choices[k][size_t(x.choice[k])];
     j["stacks"].push_back({{"steady_tiles", s.steady.tiles.size()}, {"iterations", s.steady.iterations},
-                           {"stack_tiles", s.steady.stack_tiles},   {"rows", x.rows},
+                           {"stack_tiles", s.steady.stack_tiles},   {"per_layer", s.per_layer}, {"rows", x.rows},
                            {"columns", x.columns},                  {"integers", x.integers},
                            {"nonzeros", x.nonzeros},                {"nodes", x.nodes},
                            {"seconds", x.seconds},                  {"optimal", x.optimal},

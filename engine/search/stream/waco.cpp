@@ -104,22 +104,41 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
         if (std::isfinite(x)) big = std::max(big, x);
 
   Milp m;
-  // a[i][j][s]: tile i on core j in slot s (Eq. 1's variables); x[i][s]: tile i in slot s.
-  std::vector<int> a(size_t(n) * size_t(J) * size_t(S)), x(size_t(n) * size_t(S));
-  auto A = [&](int i, int j, int s) { return a[(size_t(i) * size_t(J) + size_t(j)) * size_t(S) + size_t(s)]; };
+  // y[i][j][s][k]: tile i runs on core j in slot s with its layer's choice k. Eq. 1's a_ijs is
+  // sum_k y; carrying k in the variable linearises Eq. 8's product a_ijs * p_ik exactly and gives
+  // the slot latency (Eq. 9) a tight relaxation. x[i][s]: tile i in slot s (Slot_i of Eq. 4).
+  std::vector<size_t> ybase(size_t(n) + 1, 0);  // first y column offset of each tile
+  for (int i = 0; i < n; ++i)
+    ybase[size_t(i) + 1] = ybase[size_t(i)] +
+                           size_t(J) * size_t(S) * inst.choices[size_t(inst.layer_of_tile[size_t(i)])].size();
+  auto nk = [&](int i) { return int(inst.choices[size_t(inst.layer_of_tile[size_t(i)])].size()); };
+  std::vector<int> y(ybase.back()), x(size_t(n) * size_t(S));
+  auto Y = [&](int i, int j, int s, int k) {
+    return y[ybase[size_t(i)] + (size_t(j) * size_t(S) + size_t(s)) * size_t(nk(i)) + size_t(k)];
+  };
   auto runs = [&](int i, int j) { return std::isfinite(inst.latency[size_t(i)][size_t(j)][0]); };
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < J; ++j)
       for (int s = 0; s < S; ++s)
-        a[(size_t(i) * size_t(J) + size_t(j)) * size_t(S) + size_t(s)] = m.col(0, runs(i, j) ? 1 : 0, 0, true);
+        for (int k = 0; k < nk(i); ++k)
+          y[ybase[size_t(i)] + (size_t(j) * size_t(S) + size_t(s)) * size_t(nk(i)) + size_t(k)] =
+              m.col(0, runs(i, j) ? 1 : 0, 0, true);
   for (int i = 0; i < n; ++i)
     for (int s = 0; s < S; ++s) x[size_t(i) * size_t(S) + size_t(s)] = m.binary();
+  // The terms of a_ijs.
+  auto a_terms = [&](int i, int j, int s, double coef, std::vector<std::pair<int, double>>& t) {
+    for (int k = 0; k < nk(i); ++k) t.push_back({Y(i, j, s, k), coef});
+  };
   // pc[l][k]: layer l takes choices[l][k] (Eq. 2's one-hot vector).
   std::vector<std::vector<int>> pc(static_cast<size_t>(L));
   for (int l = 0; l < L; ++l)
     for (size_t k = 0; k < inst.choices[size_t(l)].size(); ++k) pc[size_t(l)].push_back(m.binary());
-  std::vector<int> ls(static_cast<size_t>(S)), is(size_t(J) * size_t(S)), ie(size_t(J) * size_t(S)), q(size_t(J) * size_t(S));
-  for (int s = 0; s < S; ++s) ls[size_t(s)] = m.col(0, big, N, false);
+  std::vector<int> ls(static_cast<size_t>(S)), used(static_cast<size_t>(S));
+  std::vector<int> is(size_t(J) * size_t(S)), ie(size_t(J) * size_t(S)), q(size_t(J) * size_t(S));
+  for (int s = 0; s < S; ++s) {
+    ls[size_t(s)] = m.col(0, big, N, false);
+    used[size_t(s)] = m.col(0, 1, 0, false);
+  }
   for (size_t k = 0; k < is.size(); ++k) {
     is[k] = m.binary();
     ie[k] = m.binary();
@@ -131,7 +150,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   for (int j = 0; j < J; ++j)
     for (int s = 0; s < S; ++s) {
       std::vector<std::pair<int, double>> t;
-      for (int i = 0; i < n; ++i) t.push_back({A(i, j, s), 1});
+      for (int i = 0; i < n; ++i) a_terms(i, j, s, 1, t);
       m.row(t, -kInf, 1);
     }
   // (2) one parallelism per layer.
@@ -140,19 +159,35 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     for (int c : pc[size_t(l)]) t.push_back({c, 1});
     m.row(t, 1, 1);
   }
-  // (3) as many assignments as the chosen p, all in the tile's one slot (Slot_i of Eq. 4).
+  // (3) per choice k, p_k assignments when the layer takes k (none otherwise), all in the tile's
+  // one slot.
   for (int i = 0; i < n; ++i) {
     const int l = inst.layer_of_tile[size_t(i)];
-    std::vector<std::pair<int, double>> t;
-    for (int j = 0; j < J; ++j)
-      for (int s = 0; s < S; ++s) t.push_back({A(i, j, s), 1});
-    for (size_t k = 0; k < pc[size_t(l)].size(); ++k) t.push_back({pc[size_t(l)][k], -inst.choices[size_t(l)][k]});
-    m.row(t, 0, 0);
+    for (int k = 0; k < nk(i); ++k) {
+      std::vector<std::pair<int, double>> t{{pc[size_t(l)][size_t(k)], -inst.choices[size_t(l)][size_t(k)]}};
+      for (int j = 0; j < J; ++j)
+        for (int s = 0; s < S; ++s) t.push_back({Y(i, j, s, k), 1});
+      m.row(t, 0, 0);
+    }
     std::vector<std::pair<int, double>> one;
     for (int s = 0; s < S; ++s) one.push_back({x[size_t(i) * size_t(S) + size_t(s)], 1});
     m.row(one, 1, 1);
     for (int j = 0; j < J; ++j)
-      for (int s = 0; s < S; ++s) m.row({{A(i, j, s), 1}, {x[size_t(i) * size_t(S) + size_t(s)], -1}}, -kInf, 0);
+      for (int s = 0; s < S; ++s) {
+        std::vector<std::pair<int, double>> t{{x[size_t(i) * size_t(S) + size_t(s)], -1}};
+        a_terms(i, j, s, 1, t);
+        m.row(t, -kInf, 0);
+      }
+  }
+  // Empty slots only at the end (they cost nothing anywhere: this only removes symmetric copies).
+  for (int s = 0; s < S; ++s) {
+    std::vector<std::pair<int, double>> t{{used[size_t(s)], 1}};
+    for (int i = 0; i < n; ++i) {
+      t.push_back({x[size_t(i) * size_t(S) + size_t(s)], -1});
+      m.row({{x[size_t(i) * size_t(S) + size_t(s)], 1}, {used[size_t(s)], -1}}, -kInf, 0);
+    }
+    m.row(t, -kInf, 0);
+    if (s > 0) m.row({{used[size_t(s)], 1}, {used[size_t(s) - 1], -1}}, -kInf, 0);
   }
   // (4) dependencies: Slot_i + 1 <= Slot_i'.
   for (const auto& [i, i2] : inst.deps) {
@@ -163,43 +198,37 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     }
     m.row(t, 1, kInf);
   }
-  // (5) weights per core. h[l][j] >= 1 when a tile of layer l is on core j (a layer's weights are
-  // kept once per core); v[l][j][k] >= pc[l][k] + h[l][j] - 1 is their product, exact because the
-  // capacity row only bounds it from above.
+  // (5) weights per core: v[l][j][k] = 1 when a tile of layer l runs on core j with choice k (the
+  // layer's W / p_k kept there once, however many of its tiles run there).
   if (inst.weight_constraint) {
     std::vector<std::vector<std::pair<int, double>>> load(static_cast<size_t>(J));
     for (int l = 0; l < L; ++l) {
       if (inst.weight_bits[size_t(l)] <= 0) continue;
-      for (int j = 0; j < J; ++j) {
-        const int h = m.col(0, 1, 0, false);
-        for (int i = 0; i < n; ++i) {
-          if (inst.layer_of_tile[size_t(i)] != l) continue;
-          std::vector<std::pair<int, double>> t{{h, 1}};
-          for (int s = 0; s < S; ++s) t.push_back({A(i, j, s), -1});
-          m.row(t, 0, kInf);
-        }
+      for (int j = 0; j < J; ++j)
         for (size_t k = 0; k < pc[size_t(l)].size(); ++k) {
           const int v = m.col(0, 1, 0, false);
-          m.row({{v, 1}, {pc[size_t(l)][k], -1}, {h, -1}}, -1, kInf);
+          for (int i = 0; i < n; ++i) {
+            if (inst.layer_of_tile[size_t(i)] != l || !runs(i, j)) continue;
+            std::vector<std::pair<int, double>> t{{v, 1}};
+            for (int s = 0; s < S; ++s) t.push_back({Y(i, j, s, int(k)), -1});
+            m.row(t, 0, kInf);
+          }
           load[size_t(j)].push_back({v, inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][k]});
         }
-      }
     }
     for (int j = 0; j < J; ++j)
       if (!load[size_t(j)].empty()) m.row(load[size_t(j)], -kInf, inst.capacity_bits[size_t(j)]);
   }
-  // (8), (9): l_s >= L_ijk when tile i is on core j in slot s with choice k.
-  for (int i = 0; i < n; ++i) {
-    const int l = inst.layer_of_tile[size_t(i)];
-    for (int j = 0; j < J; ++j) {
-      if (!runs(i, j)) continue;
-      for (size_t k = 0; k < pc[size_t(l)].size(); ++k) {
-        const double lat = inst.latency[size_t(i)][size_t(j)][k];
-        for (int s = 0; s < S; ++s)
-          m.row({{ls[size_t(s)], 1}, {A(i, j, s), -lat}, {pc[size_t(l)][k], -lat}}, -lat, kInf);
+  // (8), (9): l_s >= the latency of the (at most one) tile core j runs in slot s.
+  for (int j = 0; j < J; ++j)
+    for (int s = 0; s < S; ++s) {
+      std::vector<std::pair<int, double>> t{{ls[size_t(s)], 1}};
+      for (int i = 0; i < n; ++i) {
+        if (!runs(i, j)) continue;
+        for (int k = 0; k < nk(i); ++k) t.push_back({Y(i, j, s, k), -inst.latency[size_t(i)][size_t(j)][size_t(k)]});
       }
+      m.row(t, 0, kInf);
     }
-  }
   // (10): IdleStart is a prefix of the slots before the core's first tile, IdleEnd a suffix after
   // its last; a slot is at most one of them (an unused core is idle for one whole iteration).
   // q_js = (IdleStart + IdleEnd) * l_s, bounded from above only: o is maximised.
@@ -207,12 +236,10 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     std::vector<std::pair<int, double>> idle{{o, 1}};
     for (int s = 0; s < S; ++s) {
       const size_t k = size_t(j) * size_t(S) + size_t(s);
-      std::vector<std::pair<int, double>> busy_s, busy_e;
-      busy_s.push_back({is[k], 1});
-      busy_e.push_back({ie[k], 1});
+      std::vector<std::pair<int, double>> busy_s{{is[k], 1}}, busy_e{{ie[k], 1}};
       for (int i = 0; i < n; ++i) {
-        busy_s.push_back({A(i, j, s), 1});
-        busy_e.push_back({A(i, j, s), 1});
+        a_terms(i, j, s, 1, busy_s);
+        a_terms(i, j, s, 1, busy_e);
       }
       m.row(busy_s, -kInf, 1);
       m.row(busy_e, -kInf, 1);
@@ -267,8 +294,11 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   for (int i = 0; i < n; ++i)
     for (int s = 0; s < S; ++s) {
       if (best[x[size_t(i) * size_t(S) + size_t(s)]] > 0.5) sol.slot[size_t(i)] = s;
-      for (int j = 0; j < J; ++j)
-        if (best[A(i, j, s)] > 0.5) sol.cores[size_t(i)].push_back(j);
+      for (int j = 0; j < J; ++j) {
+        double a = 0;
+        for (int k = 0; k < nk(i); ++k) a += best[Y(i, j, s, k)];
+        if (a > 0.5) sol.cores[size_t(i)].push_back(j);
+      }
     }
   sol.choice.assign(size_t(L), 0);
   for (int l = 0; l < L; ++l)
@@ -402,17 +432,39 @@ WacoResult waco_allocate(const Workload& w, const std::vector<std::vector<int>>&
                                      *std::max_element(capacity.begin(), capacity.end())));
     }
     std::map<int, int> index;  // tile -> position in the steady state
+    std::vector<int> layer_pos;  // per steady tile its layer's position in ws.layers
     for (size_t i = 0; i < tiles.size(); ++i) {
       index[tiles[i]] = int(i);
       const int l = ts1.tiles[size_t(tiles[i])].layer;
-      in.layer_of_tile.push_back(int(std::lower_bound(ws.layers.begin(), ws.layers.end(), l) - ws.layers.begin()));
+      layer_pos.push_back(int(std::lower_bound(ws.layers.begin(), ws.layers.end(), l) - ws.layers.begin()));
     }
-    in.latency = lat[s];
     std::set<std::pair<int, int>> deps;
     for (size_t i = 0; i < tiles.size(); ++i)
       for (int e = g1.first_pred[size_t(tiles[i])]; e < g1.first_pred[size_t(tiles[i]) + 1]; ++e)
         if (auto it = index.find(g1.edges[size_t(e)].producer); it != index.end()) deps.insert({it->second, int(i)});
-    in.deps.assign(deps.begin(), deps.end());
+    // A steady state larger than opt.max_steady_tiles (the whole stack, when its last layer has one
+    // CT) is modelled per layer: one MILP tile per layer, its latency the sum of its CTs'.
+    ws.per_layer = int(tiles.size()) > opt.max_steady_tiles;
+    if (!ws.per_layer) {
+      in.layer_of_tile = layer_pos;
+      in.latency = lat[s];
+      in.deps.assign(deps.begin(), deps.end());
+    } else {
+      const size_t nl = ws.layers.size();
+      in.latency.assign(nl, {});
+      for (size_t k = 0; k < nl; ++k) {
+        in.layer_of_tile.push_back(int(k));
+        in.latency[k].assign(size_t(J), std::vector<double>(in.choices[k].size(), 0));
+      }
+      for (size_t i = 0; i < tiles.size(); ++i)
+        for (int j = 0; j < J; ++j)
+          for (size_t k = 0; k < in.choices[size_t(layer_pos[i])].size(); ++k)
+            in.latency[size_t(layer_pos[i])][size_t(j)][k] += lat[s][i][size_t(j)][k];
+      std::set<std::pair<int, int>> ldeps;
+      for (const auto& [a, b] : deps)
+        if (layer_pos[size_t(a)] != layer_pos[size_t(b)]) ldeps.insert({layer_pos[size_t(a)], layer_pos[size_t(b)]});
+      in.deps.assign(ldeps.begin(), ldeps.end());
+    }
     const std::string what = fmt::format("stack {} ('{}' .. '{}')", s, w.einsums[size_t(ts1.stacks[s].front())].name,
                                          w.einsums[size_t(ts1.stacks[s].back())].name);
     ws.solution = solve_waco(in, opt, what);
@@ -421,8 +473,9 @@ WacoResult waco_allocate(const Workload& w, const std::vector<std::vector<int>>&
       res.parallelism[size_t(ws.layers[k])] = in.choices[k][size_t(ws.solution.choice[k])];
     for (size_t i = 0; i < tiles.size(); ++i) {
       const int l = ts1.tiles[size_t(tiles[i])].layer;
+      if (ws.per_layer && !steady_of[size_t(l)].empty()) continue;  // one core set for the whole layer
       steady_of[size_t(l)].push_back(ts1.tiles[size_t(tiles[i])].sub_id);
-      steady_cores[size_t(l)].push_back(ws.solution.cores[i]);
+      steady_cores[size_t(l)].push_back(ws.solution.cores[ws.per_layer ? size_t(layer_pos[i]) : i]);
     }
     res.stacks.push_back(std::move(ws));
   }

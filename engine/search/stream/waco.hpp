@@ -37,6 +37,9 @@ struct WacoOptions {
   double time_limit_s = 60;  // per stack; CBC stops with its best solution and bound
   int seed = 1;              // CBC's random seeds (one thread: deterministic for a given limit)
   int max_parallelism = 0;   // largest p; 0 = as many as the cores that can run the layer
+  // A steady state of more CTs (a stack whose last layer is one CT has the whole stack as its
+  // steady state) is modelled with one MILP tile per layer; the MILP grows as n^2 x cores x choices.
+  int max_steady_tiles = 24;
 };
 
 struct WacoSolution {
@@ -69,6 +72,7 @@ using TileCostFn = std::function<std::vector<TileCost>(const TileSet&, std::span
 
 struct WacoStack {
   SteadyState steady;
+  bool per_layer = false;    // modelled per layer (more than WacoOptions::max_steady_tiles CTs)
   std::vector<int> layers;   // Einsum of each instance layer
   WacoInstance instance;
   WacoSolution solution;
