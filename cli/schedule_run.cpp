@@ -215,7 +215,7 @@ nlohmann::json waco_json(const WacoResult& r, const Workload& w) {
                            {"stack_tiles", s.steady.stack_tiles},   {"per_layer", s.per_layer}, {"rows", x.rows},
                            {"columns", x.columns},                  {"integers", x.integers},
                            {"nonzeros", x.nonzeros},                {"nodes", x.nodes},
-                           {"seconds", x.seconds},                  {"optimal", x.optimal},
+                           {"seconds", x.seconds},                  {"optimal", x.optimal}, {"fallback", x.fallback},
                            {"objective_cc", x.objective},           {"bound_cc", x.bound},
                            {"gap", x.gap},                          {"parallelism", layers}});
   }

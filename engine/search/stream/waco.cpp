@@ -285,10 +285,50 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
                      fmt::format("{}: no allocation of its steady-state tiles fits the cores' weight memories "
                                  "(Eq. 5); allow more CT parallelism (--max-parallelism) or use smaller stacks",
                                  what));
-  if (!best)
-    throw InputError({}, kKey, fmt::format("{}: CBC found no allocation within the time limit of {} s", what,
-                                           opt.time_limit_s));
   sol.optimal = model.isProvenOptimal();
+  if (!best) {
+    // CBC found no solution in time: one tile per slot in order (a topological order), each layer
+    // split as far as allowed over its fastest cores, if that fits the weights.
+    sol.slot.resize(size_t(n));
+    sol.cores.assign(size_t(n), {});
+    sol.choice.assign(size_t(L), 0);
+    for (int l = 0; l < L; ++l) sol.choice[size_t(l)] = int(inst.choices[size_t(l)].size()) - 1;
+    std::vector<double> load(static_cast<size_t>(J), 0);
+    std::vector<std::set<int>> layers_on(static_cast<size_t>(J));
+    for (int i = 0; i < n; ++i) {
+      sol.slot[size_t(i)] = i;
+      const int l = inst.layer_of_tile[size_t(i)], k = sol.choice[size_t(l)];
+      const double share = inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][size_t(k)];
+      std::vector<int> order;
+      for (int j = 0; j < J; ++j)
+        if (runs(i, j)) order.push_back(j);
+      std::stable_sort(order.begin(), order.end(), [&](int p, int r) {
+        return inst.latency[size_t(i)][size_t(p)][size_t(k)] < inst.latency[size_t(i)][size_t(r)][size_t(k)];
+      });
+      for (int j : order) {
+        if (int(sol.cores[size_t(i)].size()) == inst.choices[size_t(l)][size_t(k)]) break;
+        const bool held = layers_on[size_t(j)].count(l) > 0;
+        if (inst.weight_constraint && !held && load[size_t(j)] + share > inst.capacity_bits[size_t(j)]) continue;
+        if (!held) load[size_t(j)] += share;
+        layers_on[size_t(j)].insert(l);
+        sol.cores[size_t(i)].push_back(j);
+      }
+      if (int(sol.cores[size_t(i)].size()) != inst.choices[size_t(l)][size_t(k)])
+        throw InputError({}, kKey, fmt::format("{}: CBC found no allocation within the time limit of {} s (and the "
+                                               "greedy fallback does not fit the weights)", what, opt.time_limit_s));
+      std::sort(sol.cores[size_t(i)].begin(), sol.cores[size_t(i)].end());
+    }
+    sol.fallback = true;
+    sol.slot_latency.assign(size_t(S), 0);
+    for (int i = 0; i < n; ++i)
+      for (int j : sol.cores[size_t(i)])
+        sol.slot_latency[size_t(i)] = std::max(sol.slot_latency[size_t(i)],
+            inst.latency[size_t(i)][size_t(j)][size_t(sol.choice[size_t(inst.layer_of_tile[size_t(i)])])]);
+    sol.objective = waco_latency(inst, sol.slot, sol.cores, sol.choice);
+    sol.bound = std::min(model.getBestPossibleObjValue(), sol.objective);
+    sol.gap = sol.objective > 0 ? (sol.objective - sol.bound) / sol.objective : 0;
+    return sol;
+  }
   sol.slot.assign(size_t(n), 0);
   sol.cores.assign(size_t(n), {});
   for (int i = 0; i < n; ++i)

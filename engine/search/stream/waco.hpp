@@ -44,6 +44,8 @@ struct WacoOptions {
 
 struct WacoSolution {
   bool optimal = false;               // proven optimal within the time limit
+  bool fallback = false;              // CBC found none in time: one tile per slot, each layer split
+                                      // as far as allowed over its fastest cores (bound still CBC's)
   double objective = 0;               // lat of Eq. 12, in cycles
   double bound = 0;                   // CBC's best lower bound
   double gap = 0;                     // (objective - bound) / objective; 0 when optimal
@@ -59,7 +61,8 @@ struct WacoSolution {
 
 // Builds the MILP and solves it with CBC (one thread, fixed seed, time limit). Throws InputError
 // (key "allocation.waco") when the model is infeasible (the weights fit no allocation: `what`
-// names the stack in the message) or no solution is found within the time limit.
+// names the stack in the message), or when CBC finds no solution in time and the fallback
+// (WacoSolution::fallback) does not fit the weights either.
 WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const std::string& what = "stack");
 
 // Eq. 12 for a discrete allocation (slots, cores per tile, choice per layer), the idle times
