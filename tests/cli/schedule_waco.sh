@@ -46,15 +46,9 @@ assert b["cts"] == 112 and len(b["allocation"]["conv1"]) == 1, b["allocation"]
 assert b["allocation"]["conv1"] != b["allocation"]["conv2"], b["allocation"]
 PY
 run | grep -q "^waco: steady states 2 of 112 CTs"
-expect2() {  # pattern, then the command
-  local pattern="$1"
-  shift
-  set +e
-  "$@" 2>"$tmp/err" >/dev/null
-  local rc=$?
-  set -e
-  [ "$rc" -eq 2 ] || { echo "expected exit 2, got $rc: $*"; cat "$tmp/err"; exit 1; }
-  grep -q -- "$pattern" "$tmp/err" || { echo "missing '$pattern'"; cat "$tmp/err"; exit 1; }
-}
-expect2 "--time-limit.*positive" run --time-limit 0
-expect2 "--max-parallelism" run --max-parallelism -1
+. "$(dirname "$0")/lib/expect.sh"
+fail=0
+set +e
+expect time-limit 2 "--time-limit.*positive" -- run --time-limit 0
+expect max-parallelism 2 "--max-parallelism" -- run --max-parallelism -1
+exit $fail
