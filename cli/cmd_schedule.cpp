@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 
 #include "cli/commands.hpp"
 #include "cli/schedule_record.hpp"
@@ -30,6 +31,8 @@ struct ScheduleOptions {
       write_tile_costs;
   bool fold_unary = false;
   GaOptions ga;
+  WacoOptions waco;
+  int seed = 1;  // --seed: the GA's random seed or CBC's
 };
 
 int run_replay(const ScheduleOptions* o) {
@@ -125,6 +128,9 @@ int run_pipeline(const ScheduleOptions* o) {
   spec.sets = o->sets;
   spec.fold_unary = o->fold_unary;
   spec.ga = o->ga;
+  spec.waco = o->waco;
+  spec.ga.seed = static_cast<uint64_t>(o->seed);
+  spec.waco.seed = o->seed;
   const ScheduleRun run = run_schedule(spec);
   const Architecture& arch = run.arch;
   const Workload& w = run.workload;
@@ -156,6 +162,8 @@ int run_pipeline(const ScheduleOptions* o) {
     for (const auto& [k, v] : s.energy.stream_breakdown()) j["energy_breakdown_pj"][k] = v;
     j["peak_memory_bits"] = s.peak_memory_bits;
     j["seconds"] = seconds;
+    j["search_seconds"] = seconds["allocation"];
+    if (run.waco) j["waco"] = waco_json(*run.waco, w);
     j["tile_costs"] = mapped ? nlohmann::json{{"source", "mapper"}, {"tiles", tstats.tiles},
                                               {"unique_keys", tstats.unique_keys},
                                               {"mapper_problems", tstats.mapper_problems},
@@ -193,6 +201,14 @@ int run_pipeline(const ScheduleOptions* o) {
                  "{} mappings evaluated, {:.3f} s\n",
                  tstats.tiles, tstats.unique_keys, tstats.mapper_problems, tstats.mapper_calls,
                  tstats.mappings_evaluated, tstats.seconds);
+    if (run.waco)
+      fmt::print("waco: steady states {} of {} CTs ({:.1f} %) for {:.1f} % of the MACs; {} stacks solved in {:.3f} s "
+                 "(candidate costs {:.3f} s), largest gap {:.3g}\n",
+                 run.waco->summary.steady_tiles, run.waco->summary.tiles, 100 * run.waco->summary.tile_share(),
+                 100 * run.waco->summary.mac_share(), run.waco->stacks.size(), run.waco->solve_seconds,
+                 run.waco->cost_seconds,
+                 std::accumulate(run.waco->stacks.begin(), run.waco->stacks.end(), 0.0,
+                                 [](double m, const WacoStack& x) { return std::max(m, x.solution.gap); }));
     fmt::print("seconds: load {:.3f}, tiles {:.3f}, allocation {:.3f}, tile costs {:.3f}, problem {:.3f}, schedule {:.3f}\n",
                seconds["load"].get<double>(), seconds["tiles"].get<double>(), seconds["allocation"].get<double>(),
                seconds["tile_costs"].get<double>(), seconds["problem"].get<double>(), seconds["schedule"].get<double>());
@@ -230,11 +246,18 @@ Command add_schedule_command(CLI::App& app) {
   cmd->add_option("--granularity", o->granularity, "stream:N: one CT per output row in fused stacks, MAC and "
                                                    "single-input element-wise layers split into N inter-core groups")
       ->capture_default_str();
-  cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md), greedy, or ga "
-                                                 "(Stream's NSGA-II over layer -> core allocations)");
+  cmd->add_option("--allocation", o->allocation, "an allocation file (TOML, docs/stream.md), greedy, ga "
+                                                 "(Stream's NSGA-II over layer -> core allocations) or waco (Stream's "
+                                                 "constraint optimisation of each stack's steady state, solved by CBC)");
   cmd->add_option("--generations", o->ga.generations, "--allocation ga: generations")->capture_default_str();
   cmd->add_option("--population", o->ga.population, "--allocation ga: individuals per generation")->capture_default_str();
-  cmd->add_option("--seed", o->ga.seed, "--allocation ga: random seed")->capture_default_str();
+  cmd->add_option("--max-parallelism", o->waco.max_parallelism, "waco: the largest CT split over cores along K "
+                                                                "(0 = as many cores as can run the layer)")
+      ->capture_default_str();
+  cmd->add_option("--time-limit", o->waco.time_limit_s, "waco: CBC's time limit per stack, seconds")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "ga: the random seed; waco: CBC's random seed")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--tile-costs", o->tile_costs, "a tile-cost table (CSV, docs/stream.md) or a Stream dump folder "
                                                  "(its cost_lut.csv and cns.csv); without it, mapfuse's mapper "
                                                  "costs each unique (CT shape, core)");

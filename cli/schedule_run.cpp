@@ -161,11 +161,11 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
 
   // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
   run.mapped = o->tile_costs.empty();
-  auto tile_costs = [&](const TileSet& tiles, std::span<const int> cores) {
-    return run.mapped ? map_tile_costs(w, tiles, arch, cores, TileCostOptions{}, &run.tile_cost_stats)
+  auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats) {
+    return run.mapped ? map_tile_costs(w, ts, arch, on, TileCostOptions{}, stats)
            : std::filesystem::is_directory(o->tile_costs)
-               ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, tiles, arch, cores)
-               : read_tile_costs(o->tile_costs, w, tiles, arch, cores);
+               ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, ts, arch, on)
+               : read_tile_costs(o->tile_costs, w, ts, arch, on);
   };
   std::vector<TileCost> costs;
   if (o->allocation == "ga") {
@@ -174,7 +174,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
     t = clock::now();
     const std::vector<std::vector<int>> layer_cores = capable_cores(w, arch);
     const CandidateTiles cand = candidate_tiles(g.tiles, layer_cores);
-    AllocationEvaluator ev(w, g, arch, layer_cores, tile_costs(cand.tiles, cand.cores), popt, opt);
+    AllocationEvaluator ev(w, g, arch, layer_cores, costs_of(cand.tiles, cand.cores, &run.tile_cost_stats), popt, opt);
     seconds["tile_costs"] = since(t);
     t = clock::now();
     run.ga = ga_allocate(ev, o->ga);
@@ -185,11 +185,21 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
     seconds["allocation"] = since(t);
   } else {
     t = clock::now();
-    run.core_of_tile = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
-                                                 : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
+    if (o->allocation == "waco") {
+      if (!(o->waco.time_limit_s > 0)) throw InputError({}, "--time-limit", "expected a positive number of seconds");
+      if (o->waco.max_parallelism < 0) throw InputError({}, "--max-parallelism", "expected 0 (as many cores as can run a layer) or more");
+      // WACO chooses each layer's K split, so it builds the graph it allocates (the granularity's N is not used).
+      run.waco = waco_allocate(w, tiling.stacks, arch,
+                               [&](const TileSet& ts, std::span<const int> on) { return costs_of(ts, on, nullptr); }, o->waco);
+      run.graph = std::move(run.waco->graph);
+      run.core_of_tile = run.waco->core_of_tile;
+    } else {
+      run.core_of_tile = o->allocation == "greedy" ? allocate_greedy(w, g.tiles, arch)
+                                                   : allocate_tiles(load_allocation(o->allocation), w, g.tiles, arch);
+    }
     seconds["allocation"] = since(t);
     t = clock::now();
-    costs = tile_costs(g.tiles, run.core_of_tile);
+    costs = costs_of(g.tiles, run.core_of_tile, &run.tile_cost_stats);
     seconds["tile_costs"] = since(t);
   }
   const std::vector<int>& cores = run.core_of_tile;
@@ -202,6 +212,30 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
   run.schedule = coala::schedule(run.problem, opt);
   seconds["schedule"] = since(t);
   return run;
+}
+
+nlohmann::json waco_json(const WacoResult& r, const Workload& w) {
+  nlohmann::json j;
+  j["steady_state"] = {{"tiles", r.summary.tiles},           {"steady_tiles", r.summary.steady_tiles},
+                       {"tile_share", r.summary.tile_share()}, {"macs", r.summary.macs},
+                       {"steady_macs", r.summary.steady_macs}, {"mac_share", r.summary.mac_share()}};
+  j["cost_seconds"] = r.cost_seconds;
+  j["solve_seconds"] = r.solve_seconds;
+  j["stacks"] = nlohmann::json::array();
+  for (const WacoStack& s : r.stacks) {
+    const WacoSolution& x = s.solution;
+    nlohmann::json layers;
+    for (size_t k = 0; k < s.layers.size(); ++k)
+      layers[w.einsums[size_t(s.layers[k])].name] = s.instance.choices[k][size_t(x.choice[k])];
+    j["stacks"].push_back({{"steady_tiles", s.steady.tiles.size()}, {"iterations", s.steady.iterations},
+                           {"stack_tiles", s.steady.stack_tiles},   {"per_layer", s.per_layer}, {"rows", x.rows},
+                           {"columns", x.columns},                  {"integers", x.integers},
+                           {"nonzeros", x.nonzeros},                {"nodes", x.nodes},
+                           {"seconds", x.seconds},                  {"optimal", x.optimal}, {"fallback", x.fallback},
+                           {"objective_cc", x.objective},           {"bound_cc", x.bound},
+                           {"gap", x.gap},                          {"parallelism", layers}});
+  }
+  return j;
 }
 
 std::vector<std::pair<std::string, double>> energy_parts(const coala::Energy& e) {

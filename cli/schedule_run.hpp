@@ -14,6 +14,7 @@
 #include "engine/search/stream/ga_allocation.hpp"
 #include "engine/search/stream/tile_costs.hpp"
 #include "engine/search/stream/schedule_problem.hpp"
+#include "engine/search/stream/waco.hpp"
 #include "engine/workload/tile_graph.hpp"
 #include "engine/workload/workload.hpp"
 
@@ -24,8 +25,9 @@ struct ScheduleSpec {
   std::string mode = "fused";           // fused | lbl
   std::string stacks = "auto";          // auto | first | "0-10,11-21"
   std::string granularity = "stream:4";
-  std::string allocation;               // an allocation file, greedy or ga
+  std::string allocation;               // an allocation file, greedy, ga or waco
   GaOptions ga;                         // --allocation ga
+  WacoOptions waco;                     // --max-parallelism, --time-limit, --seed (allocation waco)
   std::string tile_costs;               // a table, a Stream dump folder, or "" = the mapper
   std::string write_tile_costs;         // "" = none
   std::string semantics = "stream";
@@ -40,6 +42,7 @@ struct ScheduleRun {
   std::vector<int> core_of_tile;
   bool mapped = false;      // tile costs from map_tile_costs (then tile_cost_stats holds its figures)
   TileCostStats tile_cost_stats;
+  std::optional<WacoResult> waco;  // allocation waco: its stacks and figures (its graph moved to `graph`)
   coala::Problem problem;
   coala::Schedule schedule;
   std::optional<GaResult> ga;  // --allocation ga: the search (its best allocation is core_of_tile)
@@ -55,6 +58,10 @@ coala::Options schedule_options(const std::string& semantics, const std::vector<
 
 // Runs the whole pipeline. InputError (keys named as the command's flags) on bad input.
 ScheduleRun run_schedule(const ScheduleSpec& spec);
+
+// WACO's figures for --json: steady states (the paper's Fig. 11), per stack the MILP's size,
+// solve time, objective, bound and gap, and the chosen parallelism per layer.
+nlohmann::json waco_json(const WacoResult& r, const Workload& w);
 
 // The ten energy parts of a schedule by name (cn_onchip, cn_offchip, link_*, memory_*); they sum
 // to its total.

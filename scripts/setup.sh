@@ -15,6 +15,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX importer
   libarchive-dev                       # reading .csv.tar.gz datasets
   libboost-dev libeigen3-dev
+  coinor-libcbc-dev                    # CBC MILP solver (WACO, engine/search/stream/waco.cpp)
   slurm-wlm munge                      # the single-node Slurm of the batch-script test
   python3-h5py python3-matplotlib python3-numpy python3-pandas  # reports and h5py checks (/usr/bin/python3)
 )

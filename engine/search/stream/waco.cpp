@@ -1,0 +1,546 @@
+#include "engine/search/stream/waco.hpp"
+
+#include <fmt/format.h>
+
+#include <CbcModel.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "engine/common/error.hpp"
+
+namespace mapfuse {
+namespace {
+
+const char* const kKey = "allocation.waco";
+
+// A MILP as plain arrays: columns (bounds, cost, integrality) and rows as triplets.
+struct Milp {
+  std::vector<double> lb, ub, obj;
+  std::vector<char> integer;
+  std::vector<double> row_lb, row_ub;
+  std::vector<int> row_of, col_of;
+  std::vector<double> value;
+
+  int col(double lo, double hi, double cost, bool is_integer) {
+    lb.push_back(lo);
+    ub.push_back(hi);
+    obj.push_back(cost);
+    integer.push_back(is_integer);
+    return int(lb.size()) - 1;
+  }
+  int binary(double cost = 0) { return col(0, 1, cost, true); }
+  void row(const std::vector<std::pair<int, double>>& terms, double lo, double hi) {
+    const int r = int(row_lb.size());
+    for (const auto& [c, v] : terms) {
+      if (v == 0) continue;
+      row_of.push_back(r);
+      col_of.push_back(c);
+      value.push_back(v);
+    }
+    row_lb.push_back(lo);
+    row_ub.push_back(hi);
+  }
+};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+int64_t core_weight_capacity_bits(const Core& c) {
+  for (int l = int(c.levels.size()) - 1; l >= 0; --l) {
+    const Level& lv = c.levels[size_t(l)];
+    if (lv.unbounded()) continue;  // off-chip
+    if (lv.may_keep & role_bit(TensorRole::Weight)) return lv.entries * lv.word_bits * lv.instances;
+  }
+  return 0;
+}
+
+double waco_latency(const WacoInstance& inst, std::span<const int> slot, const std::vector<std::vector<int>>& cores,
+                    std::span<const int> choice) {
+  const size_t n = slot.size();
+  std::vector<double> l(n, 0);
+  std::vector<int> first(size_t(inst.cores), int(n)), last(size_t(inst.cores), -1);
+  for (size_t i = 0; i < n; ++i) {
+    const int c = choice[size_t(inst.layer_of_tile[i])];
+    for (int j : cores[i]) {
+      l[size_t(slot[i])] = std::max(l[size_t(slot[i])], inst.latency[i][size_t(j)][size_t(c)]);
+      first[size_t(j)] = std::min(first[size_t(j)], slot[i]);
+      last[size_t(j)] = std::max(last[size_t(j)], slot[i]);
+    }
+  }
+  double total = 0;
+  for (double x : l) total += x;
+  double overlap = kInf;
+  for (int j = 0; j < inst.cores; ++j) {
+    double idle = 0;
+    if (last[size_t(j)] < 0) {
+      idle = total;  // an unused core is idle for the whole iteration, once
+    } else {
+      for (int s = 0; s < first[size_t(j)]; ++s) idle += l[size_t(s)];
+      for (size_t s = size_t(last[size_t(j)]) + 1; s < n; ++s) idle += l[s];
+    }
+    overlap = std::min(overlap, idle);
+  }
+  if (inst.cores == 0) overlap = 0;
+  const double N = double(inst.iterations);
+  return N * total - (N - 1) * overlap;
+}
+
+WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const std::string& what) {
+  const int n = int(inst.layer_of_tile.size()), J = inst.cores, S = n, L = int(inst.choices.size());
+  if (n == 0) return {};
+  const double N = double(inst.iterations);
+  double big = 0;  // the largest latency: bounds every slot's
+  for (const auto& t : inst.latency)
+    for (const auto& c : t)
+      for (double x : c)
+        if (std::isfinite(x)) big = std::max(big, x);
+
+  Milp m;
+  // y[i][j][s][k]: tile i runs on core j in slot s with its layer's choice k. Eq. 1's a_ijs is
+  // sum_k y; carrying k in the variable linearises Eq. 8's product a_ijs * p_ik exactly and gives
+  // the slot latency (Eq. 9) a tight relaxation. x[i][s]: tile i in slot s (Slot_i of Eq. 4).
+  std::vector<size_t> ybase(size_t(n) + 1, 0);  // first y column offset of each tile
+  for (int i = 0; i < n; ++i)
+    ybase[size_t(i) + 1] = ybase[size_t(i)] +
+                           size_t(J) * size_t(S) * inst.choices[size_t(inst.layer_of_tile[size_t(i)])].size();
+  auto nk = [&](int i) { return int(inst.choices[size_t(inst.layer_of_tile[size_t(i)])].size()); };
+  std::vector<int> y(ybase.back()), x(size_t(n) * size_t(S));
+  auto Y = [&](int i, int j, int s, int k) {
+    return y[ybase[size_t(i)] + (size_t(j) * size_t(S) + size_t(s)) * size_t(nk(i)) + size_t(k)];
+  };
+  auto runs = [&](int i, int j) { return std::isfinite(inst.latency[size_t(i)][size_t(j)][0]); };
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < J; ++j)
+      for (int s = 0; s < S; ++s)
+        for (int k = 0; k < nk(i); ++k)
+          y[ybase[size_t(i)] + (size_t(j) * size_t(S) + size_t(s)) * size_t(nk(i)) + size_t(k)] =
+              m.col(0, runs(i, j) ? 1 : 0, 0, true);
+  for (int i = 0; i < n; ++i)
+    for (int s = 0; s < S; ++s) x[size_t(i) * size_t(S) + size_t(s)] = m.binary();
+  // The terms of a_ijs.
+  auto a_terms = [&](int i, int j, int s, double coef, std::vector<std::pair<int, double>>& t) {
+    for (int k = 0; k < nk(i); ++k) t.push_back({Y(i, j, s, k), coef});
+  };
+  // pc[l][k]: layer l takes choices[l][k] (Eq. 2's one-hot vector).
+  std::vector<std::vector<int>> pc(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l)
+    for (size_t k = 0; k < inst.choices[size_t(l)].size(); ++k) pc[size_t(l)].push_back(m.binary());
+  std::vector<int> ls(static_cast<size_t>(S)), used(static_cast<size_t>(S));
+  std::vector<int> is(size_t(J) * size_t(S)), ie(size_t(J) * size_t(S)), q(size_t(J) * size_t(S));
+  for (int s = 0; s < S; ++s) {
+    ls[size_t(s)] = m.col(0, big, N, false);
+    used[size_t(s)] = m.col(0, 1, 0, false);
+  }
+  for (size_t k = 0; k < is.size(); ++k) {
+    is[k] = m.binary();
+    ie[k] = m.binary();
+    q[k] = m.col(0, big, 0, false);
+  }
+  const int o = m.col(0, kInf, -(N - 1), false);
+
+  // (1) one tile per core and slot.
+  for (int j = 0; j < J; ++j)
+    for (int s = 0; s < S; ++s) {
+      std::vector<std::pair<int, double>> t;
+      for (int i = 0; i < n; ++i) a_terms(i, j, s, 1, t);
+      m.row(t, -kInf, 1);
+    }
+  // (2) one parallelism per layer.
+  for (int l = 0; l < L; ++l) {
+    std::vector<std::pair<int, double>> t;
+    for (int c : pc[size_t(l)]) t.push_back({c, 1});
+    m.row(t, 1, 1);
+  }
+  // (3) per choice k, p_k assignments when the layer takes k (none otherwise), all in the tile's
+  // one slot.
+  for (int i = 0; i < n; ++i) {
+    const int l = inst.layer_of_tile[size_t(i)];
+    for (int k = 0; k < nk(i); ++k) {
+      std::vector<std::pair<int, double>> t{{pc[size_t(l)][size_t(k)], -inst.choices[size_t(l)][size_t(k)]}};
+      for (int j = 0; j < J; ++j)
+        for (int s = 0; s < S; ++s) t.push_back({Y(i, j, s, k), 1});
+      m.row(t, 0, 0);
+    }
+    std::vector<std::pair<int, double>> one;
+    for (int s = 0; s < S; ++s) one.push_back({x[size_t(i) * size_t(S) + size_t(s)], 1});
+    m.row(one, 1, 1);
+    for (int j = 0; j < J; ++j)
+      for (int s = 0; s < S; ++s) {
+        std::vector<std::pair<int, double>> t{{x[size_t(i) * size_t(S) + size_t(s)], -1}};
+        a_terms(i, j, s, 1, t);
+        m.row(t, -kInf, 0);
+      }
+  }
+  // Empty slots only at the end (they cost nothing anywhere: this only removes symmetric copies).
+  for (int s = 0; s < S; ++s) {
+    std::vector<std::pair<int, double>> t{{used[size_t(s)], 1}};
+    for (int i = 0; i < n; ++i) {
+      t.push_back({x[size_t(i) * size_t(S) + size_t(s)], -1});
+      m.row({{x[size_t(i) * size_t(S) + size_t(s)], 1}, {used[size_t(s)], -1}}, -kInf, 0);
+    }
+    m.row(t, -kInf, 0);
+    if (s > 0) m.row({{used[size_t(s)], 1}, {used[size_t(s) - 1], -1}}, -kInf, 0);
+  }
+  // (4) dependencies: Slot_i + 1 <= Slot_i'.
+  for (const auto& [i, i2] : inst.deps) {
+    std::vector<std::pair<int, double>> t;
+    for (int s = 1; s < S; ++s) {
+      t.push_back({x[size_t(i2) * size_t(S) + size_t(s)], double(s)});
+      t.push_back({x[size_t(i) * size_t(S) + size_t(s)], -double(s)});
+    }
+    m.row(t, 1, kInf);
+  }
+  // (5) weights per core: v[l][j][k] = 1 when a tile of layer l runs on core j with choice k (the
+  // layer's W / p_k kept there once, however many of its tiles run there).
+  if (inst.weight_constraint) {
+    std::vector<std::vector<std::pair<int, double>>> load(static_cast<size_t>(J));
+    for (int l = 0; l < L; ++l) {
+      if (inst.weight_bits[size_t(l)] <= 0) continue;
+      for (int j = 0; j < J; ++j)
+        for (size_t k = 0; k < pc[size_t(l)].size(); ++k) {
+          const int v = m.col(0, 1, 0, false);
+          for (int i = 0; i < n; ++i) {
+            if (inst.layer_of_tile[size_t(i)] != l || !runs(i, j)) continue;
+            std::vector<std::pair<int, double>> t{{v, 1}};
+            for (int s = 0; s < S; ++s) t.push_back({Y(i, j, s, int(k)), -1});
+            m.row(t, 0, kInf);
+          }
+          load[size_t(j)].push_back({v, inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][k]});
+        }
+    }
+    for (int j = 0; j < J; ++j)
+      if (!load[size_t(j)].empty()) m.row(load[size_t(j)], -kInf, inst.capacity_bits[size_t(j)]);
+  }
+  // (8), (9): l_s >= the latency of the (at most one) tile core j runs in slot s.
+  for (int j = 0; j < J; ++j)
+    for (int s = 0; s < S; ++s) {
+      std::vector<std::pair<int, double>> t{{ls[size_t(s)], 1}};
+      for (int i = 0; i < n; ++i) {
+        if (!runs(i, j)) continue;
+        for (int k = 0; k < nk(i); ++k) t.push_back({Y(i, j, s, k), -inst.latency[size_t(i)][size_t(j)][size_t(k)]});
+      }
+      m.row(t, 0, kInf);
+    }
+  // (10): IdleStart is a prefix of the slots before the core's first tile, IdleEnd a suffix after
+  // its last; a slot is at most one of them (an unused core is idle for one whole iteration).
+  // q_js = (IdleStart + IdleEnd) * l_s, bounded from above only: o is maximised.
+  for (int j = 0; j < J; ++j) {
+    std::vector<std::pair<int, double>> idle{{o, 1}};
+    for (int s = 0; s < S; ++s) {
+      const size_t k = size_t(j) * size_t(S) + size_t(s);
+      std::vector<std::pair<int, double>> busy_s{{is[k], 1}}, busy_e{{ie[k], 1}};
+      for (int i = 0; i < n; ++i) {
+        a_terms(i, j, s, 1, busy_s);
+        a_terms(i, j, s, 1, busy_e);
+      }
+      m.row(busy_s, -kInf, 1);
+      m.row(busy_e, -kInf, 1);
+      if (s > 0) m.row({{is[k], 1}, {is[k - 1], -1}}, -kInf, 0);
+      if (s + 1 < S) m.row({{ie[k], 1}, {ie[k + 1], -1}}, -kInf, 0);
+      m.row({{is[k], 1}, {ie[k], 1}}, -kInf, 1);
+      m.row({{q[k], 1}, {ls[size_t(s)], -1}}, -kInf, 0);
+      m.row({{q[k], 1}, {is[k], -big}, {ie[k], -big}}, -kInf, 0);
+      idle.push_back({q[k], -1});
+    }
+    m.row(idle, -kInf, 0);  // (11) o <= idle_j
+  }
+
+  WacoSolution sol;
+  sol.rows = int(m.row_lb.size());
+  sol.columns = int(m.lb.size());
+  sol.nonzeros = int64_t(m.value.size());
+  for (char c : m.integer) sol.integers += c;
+
+  CoinPackedMatrix matrix(false, m.row_of.data(), m.col_of.data(), m.value.data(), CoinBigIndex(m.value.size()));
+  matrix.setDimensions(sol.rows, sol.columns);
+  OsiClpSolverInterface si;
+  si.loadProblem(matrix, m.lb.data(), m.ub.data(), m.obj.data(), m.row_lb.data(), m.row_ub.data());
+  for (int c = 0; c < sol.columns; ++c)
+    if (m.integer[size_t(c)]) si.setInteger(c);
+  si.messageHandler()->setLogLevel(0);
+
+  CbcModel model(si);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  CbcMain0(model);
+  const std::string sec = fmt::format("{}", opt.time_limit_s), seed = std::to_string(opt.seed);
+  const char* argv[] = {"mapfuse-waco", "-log", "0", "-sec", sec.c_str(), "-randomCbcSeed", seed.c_str(),
+                        "-randomSeed", seed.c_str(), "-solve", "-quit"};
+  const auto t0 = std::chrono::steady_clock::now();
+  CbcMain1(int(std::size(argv)), argv, model);
+  sol.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sol.nodes = model.getNodeCount();
+
+  const double* best = model.bestSolution();
+  if (model.isProvenInfeasible() || (!best && !model.isSecondsLimitReached()))
+    throw InputError({}, kKey,
+                     fmt::format("{}: no allocation of its steady-state tiles fits the cores' weight memories "
+                                 "(Eq. 5); allow more CT parallelism (--max-parallelism) or use smaller stacks",
+                                 what));
+  sol.optimal = model.isProvenOptimal();
+  if (!best) {
+    // CBC found no solution in time: one tile per slot in order (a topological order), each layer
+    // split as far as allowed over its fastest cores, if that fits the weights.
+    sol.slot.resize(size_t(n));
+    sol.cores.assign(size_t(n), {});
+    sol.choice.assign(size_t(L), 0);
+    for (int l = 0; l < L; ++l) sol.choice[size_t(l)] = int(inst.choices[size_t(l)].size()) - 1;
+    std::vector<double> load(static_cast<size_t>(J), 0);
+    std::vector<std::set<int>> layers_on(static_cast<size_t>(J));
+    for (int i = 0; i < n; ++i) {
+      sol.slot[size_t(i)] = i;
+      const int l = inst.layer_of_tile[size_t(i)], k = sol.choice[size_t(l)];
+      const double share = inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][size_t(k)];
+      std::vector<int> order;
+      for (int j = 0; j < J; ++j)
+        if (runs(i, j)) order.push_back(j);
+      std::stable_sort(order.begin(), order.end(), [&](int p, int r) {
+        return inst.latency[size_t(i)][size_t(p)][size_t(k)] < inst.latency[size_t(i)][size_t(r)][size_t(k)];
+      });
+      for (int j : order) {
+        if (int(sol.cores[size_t(i)].size()) == inst.choices[size_t(l)][size_t(k)]) break;
+        const bool held = layers_on[size_t(j)].count(l) > 0;
+        if (inst.weight_constraint && !held && load[size_t(j)] + share > inst.capacity_bits[size_t(j)]) continue;
+        if (!held) load[size_t(j)] += share;
+        layers_on[size_t(j)].insert(l);
+        sol.cores[size_t(i)].push_back(j);
+      }
+      if (int(sol.cores[size_t(i)].size()) != inst.choices[size_t(l)][size_t(k)])
+        throw InputError({}, kKey, fmt::format("{}: CBC found no allocation within the time limit of {} s (and the "
+                                               "greedy fallback does not fit the weights)", what, opt.time_limit_s));
+      std::sort(sol.cores[size_t(i)].begin(), sol.cores[size_t(i)].end());
+    }
+    sol.fallback = true;
+    sol.slot_latency.assign(size_t(S), 0);
+    for (int i = 0; i < n; ++i)
+      for (int j : sol.cores[size_t(i)])
+        sol.slot_latency[size_t(i)] = std::max(sol.slot_latency[size_t(i)],
+            inst.latency[size_t(i)][size_t(j)][size_t(sol.choice[size_t(inst.layer_of_tile[size_t(i)])])]);
+    sol.objective = waco_latency(inst, sol.slot, sol.cores, sol.choice);
+    sol.bound = std::min(model.getBestPossibleObjValue(), sol.objective);
+    sol.gap = sol.objective > 0 ? (sol.objective - sol.bound) / sol.objective : 0;
+    return sol;
+  }
+  sol.slot.assign(size_t(n), 0);
+  sol.cores.assign(size_t(n), {});
+  for (int i = 0; i < n; ++i)
+    for (int s = 0; s < S; ++s) {
+      if (best[x[size_t(i) * size_t(S) + size_t(s)]] > 0.5) sol.slot[size_t(i)] = s;
+      for (int j = 0; j < J; ++j) {
+        double a = 0;
+        for (int k = 0; k < nk(i); ++k) a += best[Y(i, j, s, k)];
+        if (a > 0.5) sol.cores[size_t(i)].push_back(j);
+      }
+    }
+  sol.choice.assign(size_t(L), 0);
+  for (int l = 0; l < L; ++l)
+    for (size_t k = 0; k < pc[size_t(l)].size(); ++k)
+      if (best[pc[size_t(l)][k]] > 0.5) sol.choice[size_t(l)] = int(k);
+  sol.slot_latency.assign(size_t(S), 0);
+  for (int i = 0; i < n; ++i)
+    for (int j : sol.cores[size_t(i)])
+      sol.slot_latency[size_t(sol.slot[size_t(i)])] =
+          std::max(sol.slot_latency[size_t(sol.slot[size_t(i)])],
+                   inst.latency[size_t(i)][size_t(j)][size_t(sol.choice[size_t(inst.layer_of_tile[size_t(i)])])]);
+  // The objective of the decoded allocation, idle times taken exactly (CBC's agrees up to its tolerances).
+  sol.objective = waco_latency(inst, sol.slot, sol.cores, sol.choice);
+  double total = 0;
+  for (double v : sol.slot_latency) total += v;
+  sol.overlap = N > 1 ? (N * total - sol.objective) / (N - 1) : best[o];
+  sol.bound = std::min(model.getBestPossibleObjValue(), sol.objective);
+  if (sol.optimal) sol.bound = sol.objective;
+  sol.gap = sol.objective > 0 ? (sol.objective - sol.bound) / sol.objective : 0;
+  return sol;
+}
+
+WacoResult waco_allocate(const Workload& w, const std::vector<std::vector<int>>& stacks, const Architecture& arch,
+                         const TileCostFn& cost, const WacoOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  const size_t E = w.einsums.size();
+  const int J = int(arch.cores.size());
+  WacoResult res;
+  TilingOptions base;
+  base.layers = stream_tiling(w, 1);
+  base.stacks = stacks;
+  const std::vector<LayerTiling> split = stream_tiling(w, 2);  // names the rank CT parallelism splits
+  const TileGraph g1 = build_tile_graph(w, base);
+  const TileSet& ts1 = g1.tiles;
+  std::vector<SteadyState> states = steady_states(w, g1);
+  res.summary = summarize(states);
+
+  // Per layer its capable cores and allowed p (divisors of the split rank, at most the cores).
+  std::vector<std::vector<int>> capable(E), choices(E);
+  for (size_t l = 0; l < E; ++l) {
+    for (int j = 0; j < J; ++j)
+      if (arch.cores[size_t(j)].can_run(w.einsums[l].op)) capable[l].push_back(j);
+    if (capable[l].empty())
+      throw InputError({}, kKey, fmt::format("no core of '{}' can run layer '{}' ({} operator)", arch.name,
+                                             w.einsums[l].name, to_string(w.einsums[l].op)));
+    choices[l] = {1};
+    if (split[l].inter.empty()) continue;
+    const Einsum& e = w.einsums[l];
+    const int64_t size = e.ranks[size_t(e.rank_index(split[l].inter[0].rank))].size;
+    int pmax = int(capable[l].size());
+    if (opt.max_parallelism > 0) pmax = std::min(pmax, opt.max_parallelism);
+    for (int p = 2; p <= pmax; ++p)
+      if (size % p == 0) choices[l].push_back(p);
+  }
+  std::set<int> all_p;
+  for (const auto& c : choices) all_p.insert(c.begin(), c.end());
+
+  // latency[stack][tile in steady state][core][choice]
+  std::vector<std::vector<std::vector<std::vector<double>>>> lat(states.size());
+  for (size_t s = 0; s < states.size(); ++s) {
+    lat[s].resize(states[s].tiles.size());
+    for (size_t i = 0; i < states[s].tiles.size(); ++i) {
+      const int l = ts1.tiles[size_t(states[s].tiles[i])].layer;
+      lat[s][i].assign(size_t(J), std::vector<double>(choices[size_t(l)].size(), kInf));
+    }
+  }
+  auto t0 = clock::now();
+  for (int p : all_p) {
+    TilingOptions tp = base;
+    for (size_t l = 0; l < E; ++l)
+      if (p > 1 && std::find(choices[l].begin(), choices[l].end(), p) != choices[l].end())
+        tp.layers[l].inter = {{split[l].inter[0].rank, p}};
+    TileSet cand = p == 1 ? ts1 : generate_tiles(w, tp);
+    const std::vector<Tile> all = cand.tiles;
+    cand.tiles.clear();
+    std::vector<int> cores;
+    struct Where { size_t stack, tile; int core, choice; };
+    std::vector<Where> where;
+    for (size_t s = 0; s < states.size(); ++s)
+      for (size_t i = 0; i < states[s].tiles.size(); ++i) {
+        const Tile& t1 = ts1.tiles[size_t(states[s].tiles[i])];
+        const auto& ch = choices[size_t(t1.layer)];
+        const auto k = std::find(ch.begin(), ch.end(), p);
+        if (k == ch.end()) continue;
+        const int groups = cand.layer_groups[size_t(t1.layer)];
+        const Tile& tp_tile = all[size_t(cand.layer_first[size_t(t1.layer)] + t1.sub_id * groups)];
+        for (int j : capable[size_t(t1.layer)]) {
+          cand.tiles.push_back(tp_tile);
+          cores.push_back(j);
+          where.push_back({s, i, j, int(k - ch.begin())});
+        }
+      }
+    if (cand.tiles.empty()) continue;
+    const std::vector<TileCost> c = cost(cand, cores);
+    for (size_t r = 0; r < where.size(); ++r)
+      lat[where[r].stack][where[r].tile][size_t(where[r].core)][size_t(where[r].choice)] = c[r].latency_cc;
+  }
+  res.cost_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+
+  std::vector<double> capacity(static_cast<size_t>(J));
+  for (int j = 0; j < J; ++j) capacity[size_t(j)] = double(core_weight_capacity_bits(arch.cores[size_t(j)]));
+  res.parallelism.assign(E, 1);
+  // Per layer the steady CTs (ascending sub id) and their cores.
+  std::vector<std::vector<int>> steady_of(E);
+  std::vector<std::vector<std::vector<int>>> steady_cores(E);
+  for (size_t s = 0; s < states.size(); ++s) {
+    WacoStack ws;
+    ws.steady = states[s];
+    const auto& tiles = states[s].tiles;
+    for (int t : tiles) ws.layers.push_back(ts1.tiles[size_t(t)].layer);
+    std::sort(ws.layers.begin(), ws.layers.end());
+    ws.layers.erase(std::unique(ws.layers.begin(), ws.layers.end()), ws.layers.end());
+    WacoInstance& in = ws.instance;
+    in.cores = J;
+    in.capacity_bits = capacity;
+    in.iterations = states[s].iterations;
+    in.weight_constraint = ts1.stacks[s].size() > 1;
+    for (int l : ws.layers) {
+      in.choices.push_back(choices[size_t(l)]);
+      in.weight_bits.push_back(double(weight_bits(w, l)));
+      if (!in.weight_constraint || in.weight_bits.back() <= 0) continue;
+      bool fits = false;
+      for (int j : capable[size_t(l)])
+        fits |= in.weight_bits.back() / choices[size_t(l)].back() <= capacity[size_t(j)];
+      if (!fits)
+        throw InputError({}, kKey,
+                         fmt::format("layer '{}' of stack {}: its weights ({} bits, {} bits split {} ways) fit the "
+                                     "weight memory of none of its cores (largest {} bits)",
+                                     w.einsums[size_t(l)].name, s, weight_bits(w, l),
+                                     in.weight_bits.back() / choices[size_t(l)].back(), choices[size_t(l)].back(),
+                                     *std::max_element(capacity.begin(), capacity.end())));
+    }
+    std::map<int, int> index;  // tile -> position in the steady state
+    std::vector<int> layer_pos;  // per steady tile its layer's position in ws.layers
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      index[tiles[i]] = int(i);
+      const int l = ts1.tiles[size_t(tiles[i])].layer;
+      layer_pos.push_back(int(std::lower_bound(ws.layers.begin(), ws.layers.end(), l) - ws.layers.begin()));
+    }
+    std::set<std::pair<int, int>> deps;
+    for (size_t i = 0; i < tiles.size(); ++i)
+      for (int e = g1.first_pred[size_t(tiles[i])]; e < g1.first_pred[size_t(tiles[i]) + 1]; ++e)
+        if (auto it = index.find(g1.edges[size_t(e)].producer); it != index.end()) deps.insert({it->second, int(i)});
+    // A steady state larger than opt.max_steady_tiles (the whole stack, when its last layer has one
+    // CT) is modelled per layer: one MILP tile per layer, its latency the sum of its CTs'.
+    ws.per_layer = int(tiles.size()) > opt.max_steady_tiles;
+    if (!ws.per_layer) {
+      in.layer_of_tile = layer_pos;
+      in.latency = lat[s];
+      in.deps.assign(deps.begin(), deps.end());
+    } else {
+      const size_t nl = ws.layers.size();
+      in.latency.assign(nl, {});
+      for (size_t k = 0; k < nl; ++k) {
+        in.layer_of_tile.push_back(int(k));
+        in.latency[k].assign(size_t(J), std::vector<double>(in.choices[k].size(), 0));
+      }
+      for (size_t i = 0; i < tiles.size(); ++i)
+        for (int j = 0; j < J; ++j)
+          for (size_t k = 0; k < in.choices[size_t(layer_pos[i])].size(); ++k)
+            in.latency[size_t(layer_pos[i])][size_t(j)][k] += lat[s][i][size_t(j)][k];
+      std::set<std::pair<int, int>> ldeps;
+      for (const auto& [a, b] : deps)
+        if (layer_pos[size_t(a)] != layer_pos[size_t(b)]) ldeps.insert({layer_pos[size_t(a)], layer_pos[size_t(b)]});
+      in.deps.assign(ldeps.begin(), ldeps.end());
+    }
+    const std::string what = fmt::format("stack {} ('{}' .. '{}')", s, w.einsums[size_t(ts1.stacks[s].front())].name,
+                                         w.einsums[size_t(ts1.stacks[s].back())].name);
+    ws.solution = solve_waco(in, opt, what);
+    res.solve_seconds += ws.solution.seconds;
+    for (size_t k = 0; k < ws.layers.size(); ++k)
+      res.parallelism[size_t(ws.layers[k])] = in.choices[k][size_t(ws.solution.choice[k])];
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      const int l = ts1.tiles[size_t(tiles[i])].layer;
+      if (ws.per_layer && !steady_of[size_t(l)].empty()) continue;  // one core set for the whole layer
+      steady_of[size_t(l)].push_back(ts1.tiles[size_t(tiles[i])].sub_id);
+      steady_cores[size_t(l)].push_back(ws.solution.cores[ws.per_layer ? size_t(layer_pos[i]) : i]);
+    }
+    res.stacks.push_back(std::move(ws));
+  }
+
+  // Unroll: the tiling with each layer's p, every CT on the cores of its steady-state counterpart.
+  res.tiling = base;
+  for (size_t l = 0; l < E; ++l)
+    if (res.parallelism[l] > 1) res.tiling.layers[l].inter = {{split[l].inter[0].rank, res.parallelism[l]}};
+  res.graph = build_tile_graph(w, res.tiling);
+  const TileSet& ts = res.graph.tiles;
+  res.core_of_tile.resize(ts.tiles.size());
+  for (size_t t = 0; t < ts.tiles.size(); ++t) {
+    const Tile& tile = ts.tiles[t];
+    const size_t l = size_t(tile.layer);
+    const auto& subs = steady_of[l];
+    if (subs.empty()) {
+      res.core_of_tile[t] = capable[l].front();
+      continue;
+    }
+    const int nl = int(subs.size());
+    const int row = tile.sub_id / ts.layer_groups[l];
+    const int k = ((row - subs.front()) % nl + nl) % nl;
+    res.core_of_tile[t] = steady_cores[l][size_t(k)][size_t(tile.group)];
+  }
+  return res;
+}
+
+}  // namespace mapfuse
