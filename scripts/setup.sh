@@ -14,6 +14,7 @@ PACKAGES=(
   libyaml-cpp-dev                      # Timeloop / DOSA problem YAML
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX importer
   libarchive-dev                       # reading .csv.tar.gz datasets
+  libtorch-dev                         # GET-fusion GNN classifier and explainers (libtorch 1.13, CPU)
   libboost-dev libeigen3-dev
   slurm-wlm munge                      # the single-node Slurm of the batch-script test
   python3-h5py python3-matplotlib python3-numpy python3-pandas  # reports and h5py checks (/usr/bin/python3)
