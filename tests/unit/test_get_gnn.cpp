@@ -167,9 +167,9 @@ TEST_CASE("get.gnn: bad model files are InputErrors naming the file") {
   flipped[flipped.size() - 3] ^= 0x10;
   expect(flipped, FusionScheme::Brr, "fail their checksum");
   std::string layout = good;
-  const size_t at = layout.find("features v1,");
+  const size_t at = layout.find("features v2,");
   REQUIRE(at != std::string::npos);
-  layout.replace(at, 12, "features v0,");
+  layout.replace(at, 12, "features v1,");
   expect(layout, FusionScheme::Brr, "differs from this build's");
   std::string shape = good;
   shape.replace(shape.find("hidden 8\n"), 9, "hidden 9\n");

@@ -15,8 +15,11 @@ constexpr int kClassCount = static_cast<int>(std::size(kClasses));
 constexpr const char* kShapeNames[] = {"c_in", "h_in", "w_in", "c_out", "h_out", "w_out", "k_h", "k_w",
                                        "stride", "inputs", "weight_bytes", "single_buffer_bytes"};
 constexpr int kBase = kClassCount + static_cast<int>(std::size(kShapeNames)) + 1;  // + is_output
-// β features: log2(β/KB) − 7, weights/β, F_β({v})/β (both capped at 4), log2(F_β({v})/β).
-constexpr int kBetaFeatures = 4;
+// Per sample: log2(β/KB) − 7, weights/β, F_β({v})/β (both capped at 4), log2(F_β({v})/β), then
+// whether v has no predecessor / no successor inside the group. Messages flow both ways, so
+// without these a node cannot tell where the group starts (BRR rejects a group that starts with a
+// pool, depthwise or element-wise op).
+constexpr int kSampleFeatures = 6;
 
 float log2p(double v) { return static_cast<float>(std::log2(1.0 + std::max(0.0, v))); }
 
@@ -24,16 +27,17 @@ float log2p(double v) { return static_cast<float>(std::log2(1.0 + std::max(0.0, 
 
 const std::string& feature_layout() {
   static const std::string s = [] {
-    std::string out = "v1";
+    std::string out = "v2";
     for (OpClass c : kClasses) out += ",is_" + std::string(to_string(c));
     for (const char* n : kShapeNames) out += std::string(",log2p_") + n;
-    out += ",is_output,log2_beta_kb_minus_7,weight_over_beta,single_buffer_over_beta,log2_single_buffer_over_beta";
+    out += ",is_output,log2_beta_kb_minus_7,weight_over_beta,single_buffer_over_beta,log2_single_buffer_over_beta,"
+           "is_group_source,is_group_sink";
     return out;
   }();
   return s;
 }
 
-int feature_count() { return kBase + kBetaFeatures; }
+int feature_count() { return kBase + kSampleFeatures; }
 
 FeatureTable::FeatureTable(const OpGraph& g, FusionScheme scheme, const GroupModelOptions& opt)
     : g_(&g), scheme_(scheme), kb_(opt.kb) {
@@ -75,6 +79,8 @@ GraphSample FeatureTable::sample(std::span<const int32_t> group, double beta_byt
     f[kBase + 1] = static_cast<float>(std::min(4.0, weight_bytes_[v] / beta_bytes));
     f[kBase + 2] = static_cast<float>(std::min(4.0, single_buffer_bytes_[v] / beta_bytes));
     f[kBase + 3] = static_cast<float>(std::log2(std::max(1.0, single_buffer_bytes_[v]) / beta_bytes));
+    f[kBase + 4] = 1.0f;  // cleared below by an edge into v
+    f[kBase + 5] = 1.0f;
   }
   for (int32_t k = 0; k < s.nodes; ++k) {
     const int v = group[k];
@@ -86,6 +92,8 @@ GraphSample FeatureTable::sample(std::span<const int32_t> group, double beta_byt
       s.src.push_back(k);
       s.dst.push_back(static_cast<int32_t>(it - group.begin()));
       s.edge_ids.push_back(ids[i]);
+      s.x[static_cast<size_t>(k) * F + kBase + 5] = 0.0f;
+      s.x[static_cast<size_t>(s.dst.back()) * F + kBase + 4] = 0.0f;
     }
   }
   return s;
