@@ -32,7 +32,7 @@ Command add_get_train_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "output directory (presets/get to rebuild the shipped models)")->required();
   cmd->add_option("--onnx-dir", o->onnx_dir, "directory of <network>.onnx (default: $MAPFUSE_SHARED_DATA/get/onnx)");
   cmd->add_option("--networks", o->networks, "training networks (default: the scheme's, docs/get.md)")->delimiter(',');
-  cmd->add_option("--groups", o->data.groups_per_network, "distinct groups drawn per network")->capture_default_str();
+  cmd->add_option("--groups", o->data.groups_per_network, "distinct groups drawn per network (0: LBDF 400, BRR 700)")->capture_default_str();
   cmd->add_option("--max-group-nodes", o->data.max_group_nodes, "largest group drawn")->capture_default_str();
   cmd->add_option("--epochs", o->train.epochs, "training epochs")->capture_default_str();
   cmd->add_option("--batch", o->train.batch, "graphs per training step")->capture_default_str();

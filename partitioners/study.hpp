@@ -110,7 +110,7 @@ struct StudyGet {
   std::vector<std::string> schemes = {"lbdf"};     // lbdf, brr
   std::vector<double> buffer_kb;                    // β in KB (1024 B)
   std::vector<std::string> searches = {"ls"};      // rs, ls, nsga2, exact, sample
-  std::vector<std::string> splits = {"random"};    // random, cut, occlusion, dp, gnne
+  std::vector<std::string> splits = {"random"};    // random, cut, occlusion, dp
   std::vector<int64_t> budgets = {2000};
   std::vector<uint64_t> seeds = {1};
   int population = 10, max_depth = 8, max_category3 = 16, bytes_per_element = 2;

@@ -74,7 +74,7 @@ TEST_CASE("get.gnn: dataset labels are the partition search's F_β verdicts at e
       // The verdict of the search's own problem at that β (a different path: Problem + Evaluator).
       const NetworkProblem np = make_network_problem(g, scheme, static_cast<int64_t>(s.buffer_kb * 1024));
       Evaluator ev(np.problem);
-      const GroupCost c = ev.cost(s.nodes);
+      const get::GroupCost c = ev.cost(s.nodes);
       CHECK(s.valid == ev.valid(c));
       CHECK(s.buffer_need == c.buffer);
       valid += s.valid;
@@ -167,9 +167,9 @@ TEST_CASE("get.gnn: bad model files are InputErrors naming the file") {
   flipped[flipped.size() - 3] ^= 0x10;
   expect(flipped, FusionScheme::Brr, "fail their checksum");
   std::string layout = good;
-  const size_t at = layout.find("features v2,");
+  const size_t at = layout.find("features v3,");
   REQUIRE(at != std::string::npos);
-  layout.replace(at, 12, "features v1,");
+  layout.replace(at, 12, "features v2,");
   expect(layout, FusionScheme::Brr, "differs from this build's");
   std::string shape = good;
   shape.replace(shape.find("hidden 8\n"), 9, "hidden 9\n");

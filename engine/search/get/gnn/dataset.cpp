@@ -18,7 +18,9 @@ std::vector<std::string> training_networks(FusionScheme scheme) {
 }
 
 Dataset make_dataset(const std::vector<const OpGraph*>& graphs, const DatasetSpec& spec) {
-  if (spec.groups_per_network < 1) throw InputError({}, "--groups", "must be at least 1");
+  if (spec.groups_per_network < 0) throw InputError({}, "--groups", "must be at least 1 (0: the scheme's default)");
+  const int64_t per_network = spec.groups_per_network ? spec.groups_per_network
+                              : spec.scheme == FusionScheme::Lbdf ? 400 : 700;
   if (spec.max_group_nodes < 2) throw InputError({}, "--max-group-nodes", "must be at least 2");
   if (spec.buffers_kb.empty()) throw InputError({}, "--buffers-kb", "needs at least one buffer size");
   Dataset d;
@@ -37,7 +39,7 @@ Dataset make_dataset(const std::vector<const OpGraph*>& graphs, const DatasetSpe
     std::set<Group> seen;
     std::vector<Group> drawn;
     std::vector<Group> members(g.size());
-    for (int64_t plan = 0; plan < spec.max_plans && static_cast<int64_t>(drawn.size()) < spec.groups_per_network;
+    for (int64_t plan = 0; plan < spec.max_plans && static_cast<int64_t>(drawn.size()) < per_network;
          ++plan) {
       std::bernoulli_distribution cut(std::uniform_real_distribution<double>(0, 1)(rng));
       for (int v = 0; v < g.size(); ++v) parent[v] = v;
@@ -47,7 +49,7 @@ Dataset make_dataset(const std::vector<const OpGraph*>& graphs, const DatasetSpe
       for (int v = 0; v < g.size(); ++v) members[find(v)].push_back(v);
       for (const Group& m : members) {
         if (m.size() < 2 || static_cast<int32_t>(m.size()) > spec.max_group_nodes) continue;
-        if (static_cast<int64_t>(drawn.size()) >= spec.groups_per_network) break;
+        if (static_cast<int64_t>(drawn.size()) >= per_network) break;
         if (seen.insert(m).second) drawn.push_back(m);
       }
     }

@@ -44,6 +44,7 @@ class FeatureTable {
   int64_t kb_;
   std::vector<float> base_;           // per node: the β-free features
   std::vector<double> weight_bytes_, single_buffer_bytes_;
+  std::vector<double> row_bytes_;  // per node: input row, output row, 32-channel output row, output map
 };
 
 }  // namespace mapfuse::get::gnn

@@ -80,7 +80,7 @@ struct Classifier::Impl {
   }
   std::vector<std::string> names() const {
     std::vector<std::string> n;
-    for (size_t l = 0; l < root_w.size(); ++l)
+    for (int l = 0; l < shape.layers; ++l)
       for (const char* part : {".root.weight", ".root.bias", ".neighbour.weight"})
         n.push_back("layer" + std::to_string(l) + part);
     n.insert(n.end(), {"head.weight", "head.bias"});
