@@ -21,7 +21,7 @@ expect2() {  # expect2 <message fragment> <args...>
 grep -q '"split": "gnne"' "$tmp/ok.json" || fail "no gnne run"
 expect2 "$tmp/none.gnn" partition --workload resnet18 --split gnne --gnn-model "$tmp/none.gnn"
 printf 'PK\003\004 not a model' >"$tmp/zip.gnn"
-expect2 "$tmp/zip.gnn: not a mapfuse GNN model file" partition --workload resnet18 --split gnne --gnn-model "$tmp/zip.gnn"
+expect2 "$tmp/zip.gnn:1: not a mapfuse GNN model file" partition --workload resnet18 --split gnne --gnn-model "$tmp/zip.gnn"
 "$bin" get-train --scheme brr --networks squeezenet1_0 --groups 10 --epochs 1 --hidden 8 --out "$tmp/m" >/dev/null
 expect2 "trained for the brr scheme; this run needs a lbdf model" \
   partition --workload resnet18 --scheme lbdf --split gnne --gnn-model "$tmp/m/gnn_brr.gnn"

@@ -15,6 +15,7 @@
 #include "engine/search/get/gnn/model_file.hpp"
 #include "engine/search/get/network.hpp"
 #include "engine/search/get/partition.hpp"
+#include "tests/unit/get_test_networks.hpp"
 #include "tests/unit/test_support.hpp"
 
 using namespace mapfuse;
@@ -22,15 +23,7 @@ using namespace mapfuse::get;
 
 namespace {
 
-const OpGraph& network(const std::string& name) {
-  static std::map<std::string, OpGraph> cache;
-  auto it = cache.find(name);
-  if (it == cache.end()) {
-    it = cache.emplace(name, load_op_graph(test::shared_data("get/onnx/" + name + ".onnx"))).first;
-    it->second.name = name;
-  }
-  return it->second;
-}
+const OpGraph& network(const std::string& name) { return test::get_network(name); }
 
 std::vector<gnn::GraphSample> samples_of(const gnn::Dataset& d, const std::vector<const OpGraph*>& graphs, int split) {
   std::vector<gnn::GraphSample> out;
