@@ -14,6 +14,7 @@ PACKAGES=(
   libyaml-cpp-dev                      # Timeloop / DOSA problem YAML
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX importer
   libarchive-dev                       # reading .csv.tar.gz datasets
+  libtorch-dev                         # GET-fusion GNN classifier and explainers (libtorch 1.13, CPU)
   libboost-dev libeigen3-dev
   coinor-libcbc-dev                    # CBC MILP solver (WACO, engine/search/stream/waco.cpp)
   slurm-wlm munge                      # the single-node Slurm of the batch-script test

@@ -11,5 +11,7 @@ struct EmbeddedFile {
 };
 
 std::span<const EmbeddedFile> embedded_arch_presets();
+// GET-fusion's GNN classifiers (presets/get/*.gnn: binary, not text).
+std::span<const EmbeddedFile> embedded_gnn_models();
 
 }  // namespace mapfuse

@@ -10,6 +10,7 @@
 #include "engine/search/get/exact.hpp"
 #include "engine/search/get/network.hpp"
 #include "engine/search/get/search.hpp"
+#include "tests/unit/get_test_networks.hpp"
 #include "tests/unit/test_support.hpp"
 
 using namespace mapfuse;
@@ -17,12 +18,7 @@ using namespace mapfuse::get;
 
 namespace {
 
-const OpGraph& network(const std::string& name) {
-  static std::map<std::string, OpGraph> cache;
-  auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(name, load_op_graph(test::shared_data("get/onnx/" + name + ".onnx"))).first;
-  return it->second;
-}
+const OpGraph& network(const std::string& name) { return test::get_network(name); }
 
 PartitionPlan as_partition(const Plan& plan) {
   PartitionPlan out;

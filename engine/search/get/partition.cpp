@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/common/error.hpp"
+#include "engine/search/get/gnn/gnn.hpp"
 #include "engine/search/get/network.hpp"
 
 namespace mapfuse::get {
@@ -67,7 +68,18 @@ PartitionOutcome partition_network(const OpGraph& g, const PartitionSpec& s) {
       const SearchKind kind = s.mode == PartitionMode::Rs   ? SearchKind::Random
                               : s.mode == PartitionMode::Ls ? SearchKind::Local
                                                             : SearchKind::Nsga2;
-      const auto explainer = make_explainer(s.split, s.occlusion_fraction);
+      std::unique_ptr<gnn::FeatureTable> features;
+      std::unique_ptr<Explainer> explainer;
+      if (s.split == SplitKind::Gnne) {
+        auto model = std::make_shared<const gnn::Classifier>(
+            s.gnn_model.empty() ? gnn::Classifier::shipped(s.scheme) : gnn::Classifier::load(s.gnn_model, s.scheme));
+        features = std::make_unique<gnn::FeatureTable>(g, s.scheme, s.model);
+        gnn::GnnExplainerOptions eo;
+        eo.seed = s.seed;
+        explainer = gnn::make_gnn_explainer(std::move(model), *features, eo);
+      } else {
+        explainer = make_explainer(s.split, s.occlusion_fraction);
+      }
       SearchResult r = run_search(p, kind, explainer.get(), so);
       out.best = std::move(r.best);
       out.plans = r.plans;

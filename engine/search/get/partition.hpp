@@ -34,6 +34,7 @@ struct PartitionSpec {
   double time_limit_s = 60;  // exact: wall-clock limit (<= 0: none)
   int64_t max_states = 0;    // exact: deterministic limit (0: none)
   bool assume_monotone = false;
+  std::string gnn_model;  // split gnne: a model file; empty = the one built in for the scheme
   GroupModelOptions model;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 
 #include "engine/common/error.hpp"
 
@@ -21,9 +22,10 @@ SplitKind split_kind_from_string(std::string_view s) {
   if (s == "cut") return SplitKind::Cut;
   if (s == "occlusion") return SplitKind::Occlusion;
   if (s == "dp") return SplitKind::Dp;
+  if (s == "gnne") return SplitKind::Gnne;
   throw InputError({}, "--split",
-                   "unknown explainer '" + std::string(s) + "'; expected random, cut, occlusion or dp" +
-                       did_you_mean(s, {"random", "cut", "occlusion", "dp"}));
+                   "unknown explainer '" + std::string(s) + "'; expected random, cut, occlusion, dp or gnne" +
+                       did_you_mean(s, {"random", "cut", "occlusion", "dp", "gnne"}));
 }
 
 std::string_view to_string(SearchKind k) {
@@ -41,6 +43,7 @@ std::string_view to_string(SplitKind k) {
     case SplitKind::Cut: return "cut";
     case SplitKind::Occlusion: return "occlusion";
     case SplitKind::Dp: return "dp";
+    case SplitKind::Gnne: return "gnne";
   }
   return "?";
 }
@@ -51,6 +54,7 @@ std::unique_ptr<Explainer> make_explainer(SplitKind k, double occlusion_fraction
     case SplitKind::Cut: return make_exact_cut_explainer();
     case SplitKind::Occlusion: return make_occlusion_explainer(occlusion_fraction);
     case SplitKind::Dp: return make_interval_dp_explainer();
+    case SplitKind::Gnne: throw std::logic_error("make_explainer: the GNN explainer needs the network (gnn::make_gnn_explainer)");
   }
   return nullptr;
 }

@@ -14,13 +14,16 @@
 namespace mapfuse::get {
 
 enum class SearchKind : uint8_t { Random, Local, Nsga2 };
-enum class SplitKind : uint8_t { Random, Cut, Occlusion, Dp };
+// Gnne: GNNExplainer against the trained classifier (engine/search/get/gnn/), which needs the
+// network's operator graph: partition_network makes it, make_explainer cannot.
+enum class SplitKind : uint8_t { Random, Cut, Occlusion, Dp, Gnne };
 
 SearchKind search_kind_from_string(std::string_view s);  // rs | ls | nsga2; throws InputError
-SplitKind split_kind_from_string(std::string_view s);    // random | cut | occlusion | dp; throws InputError
+SplitKind split_kind_from_string(std::string_view s);    // random | cut | occlusion | dp | gnne; throws InputError
 std::string_view to_string(SearchKind k);
 std::string_view to_string(SplitKind k);
-// The explainer behind a split kind; null for the random baseline.
+// The explainer behind a split kind; null for the random baseline. Throws std::logic_error for
+// Gnne (see gnn::make_gnn_explainer).
 std::unique_ptr<Explainer> make_explainer(SplitKind k, double occlusion_fraction = 0.2);
 
 struct SearchOptions {

@@ -1,0 +1,120 @@
+// `mapfuse get-train`: GET-fusion's classifier data and training (docs/get.md, "GNN classifier"):
+// random groups of the training networks labelled by F_β at 128 … 2048 KB, written as CSV, then
+// the GNN trained on them and saved as a model file (presets/get/gnn_<scheme>.gnn ships with mapfuse).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/study_units.hpp"
+#include "engine/common/error.hpp"
+#include "engine/search/get/gnn/dataset.hpp"
+#include "engine/search/get/gnn/gnn.hpp"
+
+namespace mapfuse::cli {
+
+Command add_get_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("get-train",
+                                 "GET-fusion: sample labelled fusion groups of the training networks and train the "
+                                 "GNN validity classifier (writes <out>/get_<scheme>_dataset.csv and gnn_<scheme>.gnn)");
+  struct Options {
+    std::string scheme = "lbdf", out, onnx_dir;
+    std::vector<std::string> networks;
+    get::gnn::DatasetSpec data;
+    get::gnn::TrainOptions train;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--scheme", o->scheme, "lbdf or brr")->capture_default_str();
+  cmd->add_option("--out", o->out, "output directory (presets/get to rebuild the shipped models)")->required();
+  cmd->add_option("--onnx-dir", o->onnx_dir, "directory of <network>.onnx (default: $MAPFUSE_SHARED_DATA/get/onnx)");
+  cmd->add_option("--networks", o->networks, "training networks (default: the scheme's, docs/get.md)")->delimiter(',');
+  cmd->add_option("--groups", o->data.groups_per_network, "distinct groups drawn per network (0: LBDF 400, BRR 700)")->capture_default_str();
+  cmd->add_option("--max-group-nodes", o->data.max_group_nodes, "largest group drawn")->capture_default_str();
+  cmd->add_option("--epochs", o->train.epochs, "training epochs")->capture_default_str();
+  cmd->add_option("--batch", o->train.batch, "graphs per training step")->capture_default_str();
+  cmd->add_option("--lr", o->train.lr, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--layers", o->train.shape.layers, "GraphConv layers")->capture_default_str();
+  cmd->add_option("--hidden", o->train.shape.hidden, "hidden width")->capture_default_str();
+  cmd->add_option("--seed", o->data.seed, "seed of the sampling and the training")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print the figures as JSON");
+  return {cmd, [o]() {
+            namespace fs = std::filesystem;
+            o->data.scheme = fusion_scheme_from_string(o->scheme);
+            o->train.seed = o->data.seed;
+            if (o->train.shape.layers < 1 || o->train.shape.hidden < 1)
+              throw InputError({}, "--layers", "layers and hidden width must be at least 1");
+            if (o->networks.empty()) o->networks = get::gnn::training_networks(o->data.scheme);
+            std::vector<OpGraph> graphs;
+            for (const std::string& n : o->networks) {
+              const std::string path = o->onnx_dir.empty() ? resolve_get_network(n, "--networks")
+                                                           : (fs::path(o->onnx_dir) / (n + ".onnx")).string();
+              if (!fs::is_regular_file(path)) throw InputError({path, 0, 0}, "--networks", "no such ONNX file");
+              graphs.push_back(load_op_graph(path));
+              graphs.back().name = n;
+            }
+            std::vector<const OpGraph*> gp;
+            for (const OpGraph& g : graphs) gp.push_back(&g);
+            const get::gnn::Dataset d = get::gnn::make_dataset(gp, o->data);
+            std::error_code ec;
+            fs::create_directories(o->out, ec);
+            const std::string stem = std::string(to_string(o->data.scheme));
+            const std::string csv = (fs::path(o->out) / ("get_" + stem + "_dataset.csv")).string();
+            const std::string model = (fs::path(o->out) / ("gnn_" + stem + ".gnn")).string();
+            get::gnn::write_dataset_csv(d, gp, csv);
+            std::vector<get::gnn::FeatureTable> tables;
+            for (const OpGraph& g : graphs) tables.emplace_back(g, o->data.scheme, o->data.model);
+            std::vector<get::gnn::GraphSample> split[3];
+            std::vector<int64_t> groups(graphs.size()), valid(graphs.size()), samples(graphs.size());
+            for (const get::gnn::LabelledGroup& s : d.samples) {
+              get::gnn::GraphSample x =
+                  tables[s.network].sample(s.nodes, s.buffer_kb * static_cast<double>(o->data.model.kb));
+              x.label = s.valid ? 1 : 0;
+              split[s.split].push_back(std::move(x));
+              ++samples[s.network];
+              valid[s.network] += s.valid;
+            }
+            get::gnn::TrainReport rep;
+            const get::gnn::Classifier c = get::gnn::train_classifier(o->data.scheme, split[0], split[1], o->train, &rep);
+            c.save(model);
+            const get::gnn::Metrics test = c.evaluate(split[2]);
+            nlohmann::json j;
+            j["scheme"] = stem;
+            j["dataset"] = csv;
+            j["model"] = model;
+            for (size_t i = 0; i < graphs.size(); ++i)
+              j["networks"][graphs[i].name] = {{"groups", samples[i] / static_cast<int64_t>(o->data.buffers_kb.size())},
+                                               {"samples", samples[i]},
+                                               {"valid_share", samples[i] ? double(valid[i]) / double(samples[i]) : 0.0}};
+            auto metrics = [](const get::gnn::Metrics& m) {
+              return nlohmann::json{{"samples", m.samples}, {"accuracy", m.accuracy}, {"precision", m.precision},
+                                    {"recall", m.recall}, {"f1", m.f1}};
+            };
+            j["train"] = metrics(rep.train);
+            j["validation"] = metrics(rep.validation);
+            j["test"] = metrics(test);
+            j["epoch_loss"] = rep.epoch_loss;
+            j["train_seconds"] = rep.seconds;
+            if (o->json) {
+              std::cout << j.dump(2) << "\n";
+              return 0;
+            }
+            fmt::print("get-train {}: {} samples ({} train / {} validation / {} test)\n", stem, d.samples.size(),
+                       split[0].size(), split[1].size(), split[2].size());
+            for (size_t i = 0; i < graphs.size(); ++i)
+              fmt::print("  {:<18} {:>6} groups {:>7} samples, {:5.1f} % valid\n", graphs[i].name,
+                         samples[i] / static_cast<int64_t>(o->data.buffers_kb.size()), samples[i],
+                         samples[i] ? 100.0 * double(valid[i]) / double(samples[i]) : 0.0);
+            for (const auto& [name, m] : {std::pair{"train", rep.train}, {"validation", rep.validation}, {"test", test}})
+              fmt::print("  {:<10} accuracy {:.4f}  F1 {:.4f}  (precision {:.4f}, recall {:.4f}; invalid = positive)\n",
+                         name, m.accuracy, m.f1, m.precision, m.recall);
+            fmt::print("  trained {} epochs in {:.1f} s (final loss {:.4f})\n  wrote {}\n  wrote {}\n",
+                       rep.epoch_loss.size(), rep.seconds, rep.epoch_loss.back(), csv, model);
+            return 0;
+          }};
+}
+
+}  // namespace mapfuse::cli

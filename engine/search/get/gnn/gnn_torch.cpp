@@ -1,0 +1,372 @@
+// The only translation unit that includes libtorch (~11 s and 1.1 GB to compile): the GraphConv
+// classifier, its training and GNNExplainer. Tensors never leave this file.
+#include <torch/torch.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "engine/common/embedded.hpp"
+#include "engine/common/error.hpp"
+#include "engine/search/get/gnn/gnn.hpp"
+#include "engine/search/get/gnn/model_file.hpp"
+
+namespace mapfuse::get::gnn {
+
+namespace {
+
+void one_thread() {
+  static const bool done = [] {
+    at::set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+// A batch of graphs as one disconnected graph: messages along both directions of every edge.
+struct Batch {
+  torch::Tensor x, src, dst, graph;  // graph: per node, its sample's index
+  int64_t graphs = 0, edges = 0;     // edges: undirected, before doubling
+};
+
+Batch make_batch(std::span<const GraphSample> samples, std::span<const size_t> order) {
+  const int F = feature_count();
+  std::vector<float> x;
+  std::vector<int64_t> src, dst, graph;
+  int64_t offset = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const GraphSample& s = samples[order[k]];
+    x.insert(x.end(), s.x.begin(), s.x.end());
+    for (size_t e = 0; e < s.src.size(); ++e) src.push_back(offset + s.src[e]), dst.push_back(offset + s.dst[e]);
+    graph.insert(graph.end(), s.nodes, static_cast<int64_t>(k));
+    offset += s.nodes;
+  }
+  Batch b;
+  b.edges = static_cast<int64_t>(src.size());
+  // Reverse direction second, so an edge mask m of size E applies as cat(m, m).
+  std::vector<int64_t> s2 = src, d2 = dst;
+  s2.insert(s2.end(), dst.begin(), dst.end());
+  d2.insert(d2.end(), src.begin(), src.end());
+  b.x = torch::from_blob(x.data(), {offset, F}, torch::kFloat32).clone();
+  b.src = torch::tensor(s2, torch::kInt64);
+  b.dst = torch::tensor(d2, torch::kInt64);
+  b.graph = torch::tensor(graph, torch::kInt64);
+  b.graphs = static_cast<int64_t>(order.size());
+  return b;
+}
+
+}  // namespace
+
+// GraphConv layers (Morris et al.'s k-GNN, PyG GraphConv): h' = relu(W_r h + b + W_n Σ_j e_ji h_j),
+// then the sum of node embeddings and a linear head to logits (invalid, valid).
+struct Classifier::Impl {
+  FusionScheme scheme = FusionScheme::Lbdf;
+  ClassifierShape shape;
+  std::vector<torch::Tensor> root_w, root_b, nbr_w;
+  torch::Tensor head_w, head_b;
+
+  std::vector<torch::Tensor> params() const {
+    std::vector<torch::Tensor> p;
+    for (size_t l = 0; l < root_w.size(); ++l) p.insert(p.end(), {root_w[l], root_b[l], nbr_w[l]});
+    p.insert(p.end(), {head_w, head_b});
+    return p;
+  }
+  std::vector<std::string> names() const {
+    std::vector<std::string> n;
+    for (int l = 0; l < shape.layers; ++l)
+      for (const char* part : {".root.weight", ".root.bias", ".neighbour.weight"})
+        n.push_back("layer" + std::to_string(l) + part);
+    n.insert(n.end(), {"head.weight", "head.bias"});
+    return n;
+  }
+  // The parameter shapes of a model of this shape, in params() order.
+  std::vector<std::vector<int64_t>> dims() const {
+    std::vector<std::vector<int64_t>> d;
+    int64_t in = feature_count();
+    for (int l = 0; l < shape.layers; ++l) {
+      d.push_back({shape.hidden, in});
+      d.push_back({shape.hidden});
+      d.push_back({shape.hidden, in});
+      in = shape.hidden;
+    }
+    d.push_back({2, shape.hidden});
+    d.push_back({2});
+    return d;
+  }
+  void init() {  // PyTorch's Linear init: U(±1/sqrt(fan_in))
+    root_w.clear(), root_b.clear(), nbr_w.clear();
+    const auto d = dims();
+    std::vector<torch::Tensor> t;
+    for (const auto& s : d) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(s.size() == 2 ? s[1] : d[t.size() - 1][1]));
+      t.push_back(torch::empty(s).uniform_(-bound, bound));
+    }
+    assign(t);
+  }
+  void assign(const std::vector<torch::Tensor>& t) {
+    size_t k = 0;
+    root_w.clear(), root_b.clear(), nbr_w.clear();
+    for (int l = 0; l < shape.layers; ++l) {
+      root_w.push_back(t[k++]);
+      root_b.push_back(t[k++]);
+      nbr_w.push_back(t[k++]);
+    }
+    head_w = t[k++];
+    head_b = t[k++];
+  }
+  void requires_grad(bool on) {
+    for (auto& p : params()) p.requires_grad_(on);
+  }
+  // edge_weight: one value per undirected edge (size b.edges) or undefined (all ones).
+  torch::Tensor forward(const Batch& b, const torch::Tensor& edge_weight = {}) const {
+    torch::Tensor h = b.x;
+    const torch::Tensor w2 = edge_weight.defined() ? torch::cat({edge_weight, edge_weight}).unsqueeze(1) : torch::Tensor();
+    for (int l = 0; l < shape.layers; ++l) {
+      torch::Tensor msg = h.index_select(0, b.src);
+      if (w2.defined()) msg = msg * w2;
+      const torch::Tensor agg = torch::zeros({h.size(0), h.size(1)}).index_add(0, b.dst, msg);
+      h = torch::relu(torch::addmm(root_b[l], h, root_w[l].t()) + agg.mm(nbr_w[l].t()));
+    }
+    const torch::Tensor g = torch::zeros({b.graphs, h.size(1)}).index_add(0, b.graph, h);
+    return torch::addmm(head_b, g, head_w.t());
+  }
+};
+
+Classifier::Classifier() : impl_(std::make_unique<Impl>()) { one_thread(); }
+Classifier::~Classifier() = default;
+Classifier::Classifier(Classifier&&) noexcept = default;
+Classifier& Classifier::operator=(Classifier&&) noexcept = default;
+
+FusionScheme Classifier::scheme() const { return impl_->scheme; }
+ClassifierShape Classifier::shape() const { return impl_->shape; }
+
+Classifier Classifier::parse(std::string_view bytes, const std::string& source, FusionScheme expected) {
+  const ModelFile m = parse_model_file(bytes, source, expected);
+  Classifier c;
+  c.impl_->scheme = m.scheme;
+  c.impl_->shape = {m.layers, m.hidden};
+  if (m.layers < 1 || m.layers > 16 || m.hidden < 1 || m.hidden > 4096)
+    throw InputError({source, 0, 0}, "", "layers must be in [1, 16] and hidden in [1, 4096]");
+  const auto dims = c.impl_->dims();
+  const auto names = c.impl_->names();
+  if (m.tensors.size() != dims.size())
+    throw InputError({source, 0, 0}, "",
+                     fmt::format("{} tensors; a {}-layer model has {}", m.tensors.size(), m.layers, dims.size()));
+  std::vector<torch::Tensor> t;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (m.tensors[i].name != names[i] || m.tensors[i].dims != dims[i])
+      throw InputError({source, 0, 0}, "",
+                       fmt::format("tensor {} is '{}' of size {}; a {}-layer, {}-hidden model over {} features "
+                                   "expects '{}' of size {}",
+                                   i, m.tensors[i].name, fmt::join(m.tensors[i].dims, "x"), m.layers, m.hidden,
+                                   feature_count(), names[i], fmt::join(dims[i], "x")));
+    t.push_back(torch::from_blob(const_cast<float*>(m.tensors[i].data.data()), dims[i], torch::kFloat32).clone());
+  }
+  c.impl_->assign(t);
+  return c;
+}
+
+Classifier Classifier::load(const std::string& path, FusionScheme expected) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({path, 0, 0}, "--gnn-model", "cannot open the GNN model file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse(buf.str(), path, expected);
+}
+
+Classifier Classifier::shipped(FusionScheme scheme) {
+  const std::string stem = "gnn_" + std::string(to_string(scheme));
+  for (const EmbeddedFile& f : embedded_gnn_models())
+    if (f.name == stem) return parse(f.text, "presets/get/" + stem + ".gnn (built in)", scheme);
+  throw InputError({}, "--gnn-model",
+                   fmt::format("no {} GNN model is built into this mapfuse (presets/get/{}.gnn); train one with "
+                               "`mapfuse get-train --scheme {} --out presets/get` and rebuild, or pass --gnn-model",
+                               to_string(scheme), stem, to_string(scheme)));
+}
+
+void Classifier::save(const std::string& path) const {
+  ModelFile m;
+  m.scheme = impl_->scheme;
+  m.layers = impl_->shape.layers;
+  m.hidden = impl_->shape.hidden;
+  m.layout = feature_layout();
+  const auto names = impl_->names();
+  const auto params = impl_->params();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const torch::Tensor t = params[i].detach().contiguous();
+    m.tensors.push_back({names[i], t.sizes().vec(), std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel())});
+  }
+  std::ofstream out(path, std::ios::binary);
+  const std::string bytes = serialize(m);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw InputError({path, 0, 0}, "--out", "cannot write the GNN model file");
+}
+
+std::vector<float> Classifier::parameters() const {
+  std::vector<float> out;
+  for (const torch::Tensor& p : impl_->params()) {
+    const torch::Tensor t = p.detach().contiguous();
+    out.insert(out.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
+  return out;
+}
+
+std::vector<double> Classifier::predict(std::span<const GraphSample> samples) const {
+  torch::NoGradGuard no_grad;
+  std::vector<double> p;
+  p.reserve(samples.size());
+  std::vector<size_t> order;
+  for (size_t at = 0; at < samples.size(); at += 256) {
+    order.resize(std::min<size_t>(256, samples.size() - at));
+    std::iota(order.begin(), order.end(), at);
+    const torch::Tensor prob = torch::softmax(impl_->forward(make_batch(samples, order)), 1).select(1, 1).contiguous();
+    p.insert(p.end(), prob.data_ptr<float>(), prob.data_ptr<float>() + prob.numel());
+  }
+  return p;
+}
+
+Metrics Classifier::evaluate(std::span<const GraphSample> samples) const {
+  const std::vector<double> p = predict(samples);
+  int64_t tp = 0, fp = 0, fn = 0, right = 0;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const bool said_invalid = p[i] < 0.5, invalid = samples[i].label == 0;
+    right += said_invalid == invalid;
+    tp += said_invalid && invalid;
+    fp += said_invalid && !invalid;
+    fn += !said_invalid && invalid;
+  }
+  Metrics m;
+  m.samples = static_cast<int64_t>(samples.size());
+  if (m.samples == 0) return m;
+  m.accuracy = static_cast<double>(right) / static_cast<double>(m.samples);
+  m.precision = tp + fp ? static_cast<double>(tp) / static_cast<double>(tp + fp) : 0;
+  m.recall = tp + fn ? static_cast<double>(tp) / static_cast<double>(tp + fn) : 0;
+  m.f1 = m.precision + m.recall > 0 ? 2 * m.precision * m.recall / (m.precision + m.recall) : 0;
+  return m;
+}
+
+Classifier train_classifier(FusionScheme scheme, std::span<const GraphSample> train,
+                            std::span<const GraphSample> validation, const TrainOptions& opt, TrainReport* report) {
+  if (train.empty()) throw InputError({}, "--groups", "no training samples");
+  if (opt.epochs < 1 || opt.batch < 1 || !(opt.lr > 0))
+    throw InputError({}, "--epochs", "epochs, batch and learning rate must be positive");
+  const auto t0 = std::chrono::steady_clock::now();
+  Classifier c;
+  c.impl().scheme = scheme;
+  c.impl().shape = opt.shape;
+  torch::manual_seed(opt.seed);
+  c.impl().init();
+  c.impl().requires_grad(true);
+  int64_t valid = 0;
+  for (const GraphSample& s : train) valid += s.label == 1;
+  const auto n = static_cast<double>(train.size());
+  const double w_valid = valid ? n / (2.0 * static_cast<double>(valid)) : 1.0;
+  const double w_invalid = valid < static_cast<int64_t>(n) ? n / (2.0 * (n - static_cast<double>(valid))) : 1.0;
+  const torch::Tensor weight = torch::tensor({w_invalid, w_valid}, torch::kFloat32);
+  torch::optim::Adam adam(c.impl().params(), torch::optim::AdamOptions(opt.lr));
+  std::mt19937_64 rng(opt.seed);
+  std::vector<size_t> order(train.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::vector<torch::Tensor> best;
+  double best_acc = -1;
+  TrainReport r;
+  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double total = 0;
+    for (size_t at = 0; at < order.size(); at += static_cast<size_t>(opt.batch)) {
+      const std::span<const size_t> idx(order.data() + at, std::min<size_t>(opt.batch, order.size() - at));
+      const Batch b = make_batch(train, idx);
+      std::vector<int64_t> labels;
+      for (size_t i : idx) labels.push_back(train[i].label == 1 ? 1 : 0);
+      const torch::Tensor loss =
+          torch::nn::functional::cross_entropy(c.impl().forward(b), torch::tensor(labels, torch::kInt64),
+                                               torch::nn::functional::CrossEntropyFuncOptions().weight(weight));
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+      total += loss.item<double>() * static_cast<double>(idx.size());
+    }
+    r.epoch_loss.push_back(total / n);
+    // Model selection on the validation split (the training split when there is none).
+    const double acc = c.evaluate(validation.empty() ? train : validation).accuracy;
+    if (acc > best_acc) {
+      best_acc = acc;
+      best.clear();
+      for (const torch::Tensor& p : c.impl().params()) best.push_back(p.detach().clone());
+    }
+  }
+  c.impl().assign(best);
+  r.train = c.evaluate(train);
+  r.validation = c.evaluate(validation);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report) *report = std::move(r);
+  return c;
+}
+
+namespace {
+
+class GnnExplainer final : public Explainer {
+ public:
+  GnnExplainer(std::shared_ptr<const Classifier> model, const FeatureTable& features, const GnnExplainerOptions& opt)
+      : model_(std::move(model)), features_(&features), opt_(opt) {}
+  std::string_view name() const override { return "gnne"; }
+
+  Explanation explain(std::span<const int32_t> group, Evaluator& ev, Workspace&) override {
+    const GraphSample s = features_->sample(group, ev.problem().beta);
+    const auto E = static_cast<int64_t>(s.src.size());
+    Explanation out;
+    if (E == 0) return out;
+    const size_t all[1] = {0};
+    const Batch b = make_batch(std::span<const GraphSample>(&s, 1), all);
+    // Seeded per call: an explanation depends on the group only, not on the call order.
+    torch::manual_seed(opt_.seed);
+    const double sd = std::sqrt(2.0) * std::sqrt(1.0 / static_cast<double>(s.nodes));
+    torch::Tensor mask = (torch::randn({E}) * sd).requires_grad_(true);
+    torch::optim::Adam adam(std::vector<torch::Tensor>{mask}, torch::optim::AdamOptions(opt_.lr));
+    const Classifier::Impl& net = model_->impl();
+    for (int epoch = 0; epoch < opt_.epochs; ++epoch) {
+      const torch::Tensor m = torch::sigmoid(mask);
+      // Keep the verdict "invalid" (class 0): the group is invalid, that is why it is explained.
+      const torch::Tensor logp = torch::log_softmax(net.forward(b, m), 1).select(1, 0).sum();
+      const torch::Tensor ent = -m * torch::log(m + 1e-15) - (1 - m) * torch::log(1 - m + 1e-15);
+      const torch::Tensor loss = -logp + opt_.edge_size * m.sum() + opt_.edge_entropy * ent.mean();
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+    }
+    const torch::Tensor sig = torch::sigmoid(mask).detach().contiguous();
+    const float* m = sig.data_ptr<float>();
+    std::vector<int64_t> rank(E);
+    std::iota(rank.begin(), rank.end(), int64_t{0});
+    std::stable_sort(rank.begin(), rank.end(), [&](int64_t a, int64_t c) { return m[a] > m[c]; });
+    int64_t k = std::count_if(m, m + E, [](float v) { return v > 0.5f; });
+    if (k == 0) k = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(opt_.fraction * static_cast<double>(E))));
+    for (int64_t i = 0; i < k; ++i) out.edges.push_back(s.edge_ids[rank[i]]);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const Classifier> model_;
+  const FeatureTable* features_;
+  GnnExplainerOptions opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Explainer> make_gnn_explainer(std::shared_ptr<const Classifier> model, const FeatureTable& features,
+                                              const GnnExplainerOptions& opt) {
+  if (model->scheme() != features.scheme())
+    throw InputError({}, "--gnn-model",
+                     fmt::format("the GNN model is for {}, the network's features for {}", to_string(model->scheme()),
+                                 to_string(features.scheme())));
+  return std::make_unique<GnnExplainer>(std::move(model), features, opt);
+}
+
+}  // namespace mapfuse::get::gnn
