@@ -186,7 +186,7 @@ int run_pipeline(const ScheduleOptions* o) {
                          {"best_edp", e.best_edp}});
       for (const GaPoint& p : ga.front)
         front.push_back({{"latency_cc", p.latency_cc}, {"energy_pj", p.energy_pj}, {"edp", p.edp()}});
-      j["ga"] = {{"genes", run.ga_genes}, {"generations", o->ga.generations}, {"population", o->ga.population}, {"seed", o->ga.seed},
+      j["ga"] = {{"genes", run.ga_genes}, {"generations", o->ga.generations}, {"population", o->ga.population}, {"seed", o->seed},
                  {"evaluations", ga.evaluations}, {"infeasible", ga.infeasible}, {"offspring", ga.offspring}, {"problem_rebuilds", run.ga_rebuilds},
                  {"trace", trace}, {"front", front}};
     }
@@ -216,7 +216,7 @@ int run_pipeline(const ScheduleOptions* o) {
       const GaResult& ga = *run.ga;
       fmt::print("ga: {} genes, {} generations x {} individuals, seed {}: {} schedules ({} problem rebuilds) in {:.3f} s, "
                  "{} allocations on the front\n",
-                 run.ga_genes, o->ga.generations, o->ga.population, o->ga.seed, ga.evaluations, run.ga_rebuilds, ga.seconds,
+                 run.ga_genes, o->ga.generations, o->ga.population, o->seed, ga.evaluations, run.ga_rebuilds, ga.seconds,
                  ga.front.size());
       for (const GaGeneration& e : ga.trace)
         fmt::print("  generation {:>3}: {:>6} schedules, best latency {:.10g} cc, energy {:.12g} pJ, EDP {:.6g}\n",

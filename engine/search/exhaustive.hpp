@@ -32,8 +32,8 @@ struct ExhaustiveOptions {
   // Tensors the caller's constraints hold whole on chip (Stream's per-tile costs, tile_cost.hpp):
   // the outermost level does not keep them and their outermost kept level is their backing store
   // (FlatMapping::onchip_backing; Mapping::levels.back().keep still lists them). The constraints
-  // must keep each at one level with no loop above it over its ranks. Branch and bound is not
-  // used with it (its bounds assume DRAM backing): the whole mapspace is evaluated.
+  // must keep each at one level with no loop above it over its ranks. Branch and bound works
+  // with it (its bounds do not depend on where a tensor is backed).
   TensorMask onchip_backing = 0;
   // Only mappings of at most this many cycles count (and branch and bound cuts choices whose
   // cycles bound exceeds it): with objective Energy and the least cycles found by a first search,

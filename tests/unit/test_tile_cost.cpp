@@ -219,6 +219,38 @@ TEST_CASE("tile cost: operands that do not fit go off-chip, largest first") {
   }
 }
 
+// CTs with off-chip operands are mapped by branch and bound with the energy tie-break: the same
+// costs as the whole energy/cycles front (TileCostOptions::offchip_front), with fewer mappings.
+TEST_CASE("tile cost: off-chip CTs by branch and bound equal the whole front") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  a.cores[0].levels[2].entries = 2600;
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
+  const TileSet ts = rows(w);
+  const std::vector<int> core(ts.tiles.size(), 0);
+  for (Objective o : {Objective::Cycles, Objective::Edp}) {
+    TileCostOptions bb, front;
+    bb.objective = front.objective = o;
+    front.offchip_front = true;
+    TileCostStats sb, sf;
+    const auto cb = map_tile_costs(w, ts, a, core, bb, &sb);
+    const auto cf = map_tile_costs(w, ts, a, core, front, &sf);
+    REQUIRE(cb.size() == cf.size());
+    int offchip = 0;
+    for (size_t i = 0; i < cb.size(); ++i) {
+      offchip += cb[i].any_offchip();
+      CHECK(cb[i].latency_cc == cf[i].latency_cc);
+      CHECK(cb[i].onchip_energy_pj == cf[i].onchip_energy_pj);
+      CHECK(cb[i].offchip_energy_pj == cf[i].offchip_energy_pj);
+      for (size_t t = 0; t < cb[i].operands.size(); ++t) {
+        CHECK(cb[i].operands[t].offchip == cf[i].operands[t].offchip);
+        CHECK(cb[i].operands[t].dram_bits_per_cycle == cf[i].operands[t].dram_bits_per_cycle);
+      }
+    }
+    CHECK(offchip == 6);  // the conv's six rows
+    CHECK(sb.mappings_evaluated < sf.mappings_evaluated);
+  }
+}
+
 TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets more operands off-chip") {
   Architecture a = load_architecture("tpu_like_quad_core");
   a.cores[0].levels[2].entries = 2600;

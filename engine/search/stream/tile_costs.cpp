@@ -254,14 +254,16 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         if (!r.best) continue;
         cost = exact(*r.best);
       } else {
-        // Off-chip operands: DRAM's bandwidth is theirs and can bind, so the search must see the
-        // on-chip operands backed on chip; without branch and bound (rare: a CT too large).
-        xo.front = opt.energy_tiebreak;
+        // Off-chip operands: DRAM's bandwidth is theirs and can bind, so the search sees the
+        // on-chip operands backed on chip: branch and bound with the energy tie-break (or, with
+        // TileCostOptions::offchip_front, the whole energy/cycles front, which picks the same).
+        xo.front = opt.offchip_front;
+        xo.energy_tiebreak = opt.energy_tiebreak;
         xo.onchip_backing = onchip;
         MapperResult r = search(core, xo);
         if (!r.best) continue;
         cost = r.cost;
-        if (opt.energy_tiebreak) {
+        if (opt.offchip_front && opt.energy_tiebreak) {
           // The front is by energy ascending: the first point with the least objective value is
           // the least energy among the mappings that tie on it.
           const ParetoMapping* pick = nullptr;

@@ -16,10 +16,12 @@ namespace mapfuse {
 struct TileCostOptions {
   // Stream's criterion (ZigZag's opt="latency" and its reduce stage): the fewest cycles, then, among
   // mappings that tie on cycles, the least energy (ExhaustiveOptions::energy_tiebreak: one branch
-  // and bound search; a CT with off-chip operands takes the energy/cycles front of every valid
-  // mapping instead). Without energy_tiebreak, `objective` alone.
+  // and bound search). Without energy_tiebreak, `objective` alone.
   Objective objective = Objective::Cycles;
   bool energy_tiebreak = true;
+  // A CT with off-chip operands searched over its whole energy/cycles front instead of by branch
+  // and bound (the same choice, much slower; for testing).
+  bool offchip_front = false;
   int64_t max_mappings = 0;  // per mapper call; 0 = no limit (exhaustive_search's max_mappings)
 };
 
