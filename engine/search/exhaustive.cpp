@@ -66,8 +66,11 @@ struct ExhaustiveSink final : TileSink {
       if (!m) m = cand.build(), text = to_text(*m, e, c);
     };
     if (v <= best_value) {
-      const bool wins = v < best_value || (energy_tiebreak && r.energy_pj < best_energy) ||
-                        ((!energy_tiebreak || r.energy_pj == best_energy) && (materialise(), text < best_text));
+      // better(), with the text made only when the objective and the energy tie-break tie.
+      bool wins;
+      if (v != best_value) wins = true;
+      else if (energy_tiebreak && r.energy_pj != best_energy) wins = r.energy_pj < best_energy;
+      else wins = (materialise(), text < best_text);
       if (wins) {
         materialise();
         best_value = v;

@@ -342,13 +342,20 @@ TEST_CASE("mapper: exhaustive optimum equals a brute force (depthwise conv and a
 // Branch and bound against the full search on real layers under DOSA's Gemmini mapspace: the same
 // optimum to the bit, with a fraction of the evaluations. (The whole network:
 // tests/cli/map_bound_resnet18.sh.)
-TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 layers (gemmini_dosa)") {
+// Three ResNet-18 layers on Gemmini under DOSA's mapspace, small enough to search whole.
+template <class Fn>
+void each_dosa_layer(Fn&& fn) {
   const Core c = load_architecture("gemmini_default").cores.at(0);
   const Workload w = load_workload("resnet18");
   const std::vector<ConstraintSpec> cons = load_constraints(test::source_dir("presets/constraints/gemmini_dosa.toml"));
   for (const char* name : {"fc", "layer4.0.downsample", "layer3.0.downsample"}) {
     const Einsum& e = w.einsums.at(static_cast<size_t>(w.einsum_index(name)));
-    const Mapspace space = make_mapspace(cons, e, c);
+    fn(name, e, c, make_mapspace(cons, e, c));
+  }
+}
+
+TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 layers (gemmini_dosa)") {
+  each_dosa_layer([](const char* name, const Einsum& e, const Core& c, const Mapspace& space) {
     for (Objective obj : {Objective::Edp, Objective::Energy, Objective::Cycles}) {
       ExhaustiveOptions opt;
       opt.objective = obj;
@@ -362,18 +369,13 @@ TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 la
       CHECK(to_text(*bb.best, e, c) == to_text(*full.best, e, c));  // ties broken the same way
       CHECK(bb.evaluated < full.evaluated);
     }
-  }
+  });
 }
 
 // The energy tie-break in one branch-and-bound search (Stream's "fewest cycles, then least
 // energy") against the whole front: the least energy among the fastest mappings, ties by text.
 TEST_CASE("mapper: branch and bound with the energy tie-break equals the front's fastest, least-energy mapping") {
-  const Core c = load_architecture("gemmini_default").cores.at(0);
-  const Workload w = load_workload("resnet18");
-  const std::vector<ConstraintSpec> cons = load_constraints(test::source_dir("presets/constraints/gemmini_dosa.toml"));
-  for (const char* name : {"fc", "layer4.0.downsample", "layer3.0.downsample"}) {
-    const Einsum& e = w.einsums.at(static_cast<size_t>(w.einsum_index(name)));
-    const Mapspace space = make_mapspace(cons, e, c);
+  each_dosa_layer([](const char* name, const Einsum& e, const Core& c, const Mapspace& space) {
     ExhaustiveOptions opt;
     opt.objective = Objective::Cycles;
     const MapperResult full = exhaustive_search(e, c, space, opt);
@@ -393,7 +395,7 @@ TEST_CASE("mapper: branch and bound with the energy tie-break equals the front's
     CHECK(plain.cost.cycles == fastest.cycles);
     CHECK(plain.cost.energy_pj >= fastest.energy_pj);
     CHECK(bb.evaluated < full.evaluated);
-  }
+  });
 }
 
 // The lower bounds branch and bound cuts with (TileSearch::scalar_bounds) hold for every mapping

@@ -226,8 +226,13 @@ class TileSearch {
   // The ranks of `iterated` (a bit per rank) in level l's loop order: its constraint's fixed order,
   // else rank order. Into `out` (cleared first).
   void loop_ranks(int l, uint32_t iterated, std::vector<int>& out) const;
-  // Rejects a level's spatial factors (t all 1) before its temporal ones are enumerated.
-  using SpatialFilter = std::function<bool(const LevelChoice&)>;
+  // Rejects a level's spatial factors (t all 1) before its temporal ones are enumerated. A
+  // non-owning callable: descend makes one per node, and a std::function would allocate there.
+  struct SpatialFilter {
+    const void* context;
+    bool (*rejects)(const void* context, const LevelChoice& spatial);
+    bool operator()(const LevelChoice& spatial) const { return rejects(context, spatial); }
+  };
   void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out,
                      const SpatialFilter* spatial_dead = nullptr) const;
   bool fits(const LevelChoice* chosen, int l) const;

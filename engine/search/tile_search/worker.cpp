@@ -16,7 +16,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   if (s->spec_.bound_scalar) {
     // Branch and bound: a level's spatial factors alone bound the compute steps and what serving
     // compute costs, whatever its temporal factors and kept set; beaten ones are not expanded.
-    const TileSearch::SpatialFilter dead = [&](const LevelChoice& spatial) {
+    const auto spatial_beaten = [&](const LevelChoice& spatial) {
       chosen[l] = spatial;
       std::array<int64_t, kMaxRanks> rest = remaining;
       for (int r = 0; r < s->R; ++r) rest[r] /= spatial.x[r] * spatial.y[r];
@@ -26,6 +26,9 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       owner->bound_pruned[static_cast<size_t>(l)] += beaten;
       return beaten;
     };
+    using Beaten = decltype(spatial_beaten);
+    const TileSearch::SpatialFilter dead{
+        &spatial_beaten, [](const void* f, const LevelChoice& ch) { return (*static_cast<const Beaten*>(f))(ch); }};
     s->level_choices(l, remaining, choices, &dead);
   } else {
     s->level_choices(l, remaining, choices);
