@@ -77,6 +77,7 @@ Command add_map_command(CLI::App& app) {
                                  {"valid", r.valid},
                                  {"capacity_pruned", r.pruned},
                                  {"bound_pruned", r.bound_pruned},
+                                 {"stale_dropped", r.stale_dropped},
                                  {"lanes_per_simd_call", r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0},
                                  {"seconds", secs},
                                  {"cpu_seconds", cpu}};
@@ -91,9 +92,9 @@ Command add_map_command(CLI::App& app) {
                 out_layers.push_back(std::move(j));
                 continue;
               }
-              fmt::print("{}: {} mappings evaluated ({} valid; partial mappings cut: {} over capacity, {} by the bound; "
-                         "{:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
-                         e.name, r.evaluated, r.valid, r.pruned, bound_pruned,
+              fmt::print("{}: {} mappings evaluated ({} valid; partial mappings cut: {} over capacity, {} by the bound, "
+                         "{} beaten while queued; {:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
+                         e.name, r.evaluated, r.valid, r.pruned, bound_pruned, r.stale_dropped,
                          r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0, secs, r.evaluated / secs / 1e6, cpu);
               if (!r.best) {
                 fmt::print("  no valid mapping\n");

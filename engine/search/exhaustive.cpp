@@ -123,6 +123,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   // no fills, and a level counted as a possible keeper that is not one only lowers the bound).
   spec.bound_scalar = !opt.front;
   spec.onchip_backing = opt.onchip_backing;
+  spec.merge_passthrough = opt.merge_passthrough;
   std::atomic<double> incumbent{std::numeric_limits<double>::infinity()};
   TileSearch s(e, c, space, spec);
   const int threads = omp_get_max_threads();
@@ -136,9 +137,9 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
-  int64_t evaluated = 0, pruned = 0, lane_calls = 0;
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0;
   out.bound_pruned.assign(static_cast<size_t>(s.levels()), 0);
-#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls)
+#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, stale)
   {
     ExhaustiveSink& sink = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
@@ -148,12 +149,14 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     evaluated += worker.evaluated;
     pruned += worker.pruned;
     lane_calls += worker.lane_calls;
+    stale += worker.stale_dropped;
 #pragma omp critical
     for (size_t l = 0; l < out.bound_pruned.size(); ++l) out.bound_pruned[l] += worker.bound_pruned[l];
   }
   out.evaluated = evaluated;
   out.pruned = pruned;
   out.lane_calls = lane_calls;
+  out.stale_dropped = stale;
   if (s.over()) {
     const int l = s.most_orders_level();
     throw InputError({}, "max_mappings",

@@ -23,6 +23,10 @@ struct ExhaustiveOptions {
   Objective objective = Objective::Edp;
   bool prune = true;          // false: evaluate over-capacity mappings too (for testing)
   bool reduce_orders = true;  // false: every loop order, even those that cost the same (testing)
+  // A level keeping no tensor leaves its temporal factors to the level above when that one has no
+  // fan-out (TileSearchSpec::merge_passthrough): the optimum and the front keep their costs (a
+  // merged nest costs no more), the optimum's text may differ. false: every split (testing).
+  bool merge_passthrough = true;
   int64_t max_mappings = 0;   // stop with an error beyond this many evaluations; 0 = no limit
   // true: also the energy/cycles Pareto front of the valid mappings (every mapping is evaluated).
   // false: the optimum only, by branch and bound (TileSearchSpec::bound_scalar): partial choices
@@ -62,6 +66,9 @@ struct MapperResult {
   // Branch and bound (front = false): per level, choices cut because the best mapping found so far
   // beat the lower bounds of all their completions.
   std::vector<int64_t> bound_pruned;
+  // Branch and bound: complete choices that passed their bound when parked for SIMD evaluation
+  // but were beaten by a better mapping found before their bucket was evaluated (not evaluated).
+  int64_t stale_dropped = 0;
 };
 
 // Throws InputError if the mapspace exceeds options.max_mappings.

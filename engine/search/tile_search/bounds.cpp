@@ -11,6 +11,33 @@
 
 namespace mapfuse {
 
+double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const {
+  // A word a level m above l reads serves the instances of the fan-outs of levels l+1..m that
+  // share it: spatial factors over ranks t does not index on axes that multicast t (the others
+  // split t's values or its groups). Per axis at most its size and what is left of the ranks it
+  // may spread; all together at most what is left of t's other ranks. Levels beyond the first one
+  // that keeps t in every choice cannot be the innermost keeping it.
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  const RoleMask role = role_bit(pt.role);
+  auto left = [&](uint32_t ranks) {
+    double n = 1;
+    for (int r = 0; r < R; ++r)
+      if (ranks >> r & 1) n *= static_cast<double>(rest[r]);
+    return n;
+  };
+  const uint32_t others = ~static_cast<uint32_t>(pt.relevant_ranks) & ((1u << R) - 1);
+  const double most = left(others);
+  double shared = 1, best = std::numeric_limits<double>::infinity();
+  for (int m = l + 1; m < L; ++m) {
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+    if (lv.multicast_x & role) shared *= std::min(static_cast<double>(lv.fanout_x), left(x_ok[m] & others));
+    if (lv.multicast_y & role) shared *= std::min(static_cast<double>(lv.fanout_y), left(y_ok[m] & others));
+    if (may_keep_at[m] >> t & 1) best = std::min(best, serve_pj[m][t] / std::min(shared, most));
+    if (must_keep_at[m] >> t & 1) break;  // the innermost level keeping t is no further out
+  }
+  return best;
+}
+
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                                double& energy_lb, double& cycles_lb, bool open_keep) const {
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
@@ -25,7 +52,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   // once per multicast group (model.cpp: child_fills = temporal_iterations, times the groups of
   // the spatial loops of levels 0..m): temporal iterations x instances of m = operations / the
   // spatial factors of levels 0..m, all chosen when m <= l. Above l the fan-outs are not chosen:
-  // at most the levels' fan-outs (serve_scaled_above). The groups are at least, per level, the
+  // at most the sharing their fan-outs allow (serve_from_above). The groups are at least, per level, the
   // product over the tensor's dimensions of the largest spatial factor moving it alone (distinct
   // sums of one loop's steps), times the spatial factors over ranks it does not index on axes
   // that do not multicast it.
@@ -36,11 +63,35 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
     for (int r = 0; r < R; ++r) f *= chosen[m].x[r] * chosen[m].y[r];
     spatial[m] = static_cast<double>(f);
   }
-  double served = 0;
+  // Instances of each level m <= l, at most (the fan-outs above l are not chosen: at most theirs),
+  // and of those the ones that split ranks the output does not index (each starts the partial
+  // sums of the whole output: the model's first-update discount is at most the volume times that).
+  double inst[kMaxLevels], inst_reducing[kMaxLevels], inst_least[kMaxLevels];
+  inst[l] = inst_reducing[l] = static_cast<double>(fanout_above[l]);
+  inst_least[l] = 1;
+  for (int m = l - 1; m >= 0; --m) {
+    inst_least[m] = inst_least[m + 1] * spatial[m + 1];
+    double reducing = 1;
+    if (plan_.output >= 0)
+      for (int r = 0; r < R; ++r)
+        if (!(plan_.tensors[plan_.output].relevant_ranks >> r & 1))
+          reducing *= static_cast<double>(chosen[m + 1].x[r] * chosen[m + 1].y[r]);
+    inst[m] = inst[m + 1] * spatial[m + 1];
+    inst_reducing[m] = inst_reducing[m + 1] * reducing;
+  }
+  const int kept_to = open_keep ? l - 1 : l;  // levels whose kept sets are chosen
+  // Words each of those levels reads and writes (over all instances), at least: for the latency
+  // bound of its bandwidth.
+  double rd[kMaxLevels] = {}, wr[kMaxLevels] = {};
+  double wr_each[kMaxLevels] = {};  // per instance, at least (fills)
+  // The temporal iterations above l, at least (whatever of the rest is not spread).
+  double rest_all = 1;
+  for (int r = 0; r < R; ++r) rest_all *= static_cast<double>(rest[r]);
+  const double above_l = std::ceil(rest_all / static_cast<double>(fanout_above[l]));
+  double served = 0, moved = 0;
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     int m = 0;
-    const int kept_to = open_keep ? l - 1 : l;  // levels whose kept sets are chosen
     while (m <= kept_to && !(chosen[m].keep >> t & 1)) ++m;
     const int last = std::min(m, l);
     double per_op = 1;  // groups / spatial factors of levels 0..last
@@ -63,12 +114,91 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
       for (int d = 0; d < pt.n_dims; ++d) groups *= static_cast<double>(widest[d]);
       per_op *= groups / spatial[k];
     }
-    double pj = m <= kept_to ? serve_pj[m][t] : serve_scaled_above[l][t];
+    const double words = ops * per_op;
+    double pj = m <= kept_to ? serve_pj[m][t] : serve_from_above(l, rest, t);
     if (m > kept_to && open_keep && may_keep_at[l] >> t & 1) pj = std::min(pj, serve_pj[l][t]);
-    served += ops * per_op * pj;
+    served += words * pj;
+    if (m > kept_to) continue;
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+    if (t == plan_.output) {
+      // Every update but the first of each output value (per instance that starts its own partial
+      // sums) reads the value it accumulates onto.
+      const double reads = plan_.output_accumulates
+                               ? words
+                               : std::max(0.0, words - static_cast<double>(pt.volume) * inst_reducing[m]);
+      served += reads * lv.read_pj;
+      rd[m] += reads;
+      wr[m] += words;
+      continue;
+    }
+    rd[m] += words;
+    // Every level keeping t below the top is filled with each value compute touches at least
+    // once, read from the next level keeping t (the cheapest above when not chosen yet); the
+    // outermost level keeping t backs it and takes none. A tensor backed on chip is left out.
+    if (spec_.onchip_backing >> t & 1) continue;
+    const double values = touched_[static_cast<size_t>(t)];
+    bool plain = true;
+    for (int d = 0; d < pt.n_dims; ++d) plain = plain && pt.plain_rank[d] >= 0;
+    for (int k = m; k <= kept_to && k < L - 1; ++k) {
+      if (!(chosen[k].keep >> t & 1)) continue;
+      int parent = k + 1;
+      while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
+      if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
+      // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
+      // instance is filled with its tile once per iteration of the loops from the outermost down
+      // to the innermost one above k over a rank t indexes: at the lowest level j above k with
+      // such a factor, its loops over t's ranks (the others may sit inside them), and every loop
+      // of the levels above j (all outside j's). Above l: at least the temporal iterations left.
+      double each = 0;
+      if (plain) {
+        double tile = 1;
+        for (int d = 0; d < pt.n_dims; ++d) {
+          const int r = pt.plain_rank[d];
+          for (int j = 0; j <= k; ++j) tile *= static_cast<double>(chosen[j].t[r] * chosen[j].x[r] * chosen[j].y[r]);
+        }
+        double refills = 1;
+        int j = k + 1;
+        for (; j <= l; ++j) {
+          double own = 1;
+          for (int r = 0; r < R; ++r)
+            if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(chosen[j].t[r]);
+          if (own > 1) {
+            refills = own;
+            break;
+          }
+        }
+        if (j <= l) {
+          for (int i = j + 1; i <= l; ++i)
+            for (int r = 0; r < R; ++r) refills *= static_cast<double>(chosen[i].t[r]);
+          refills *= above_l;
+        } else {
+          double own = 1;
+          for (int r = 0; r < R; ++r)
+            if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(rest[r]);
+          refills = std::ceil(own / static_cast<double>(fanout_above[l]));
+        }
+        each = tile * refills;
+      }
+      const double fills = std::max(values, each * inst_least[k]);
+      moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj +
+               values * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
+      wr_each[k] += std::max(each, values / inst[k]);
+      if (parent <= kept_to) rd[parent] += values;
+    }
   }
   // The model adds the same non-negative terms in another order: leave room for its rounding.
-  energy_lb = (ops * plan_.op_pj + served) * (1 - 1e-9);
+  energy_lb = (ops * plan_.op_pj + served + moved) * (1 - 1e-9);
+  // A level whose words per instance need longer than the compute steps at its bandwidth sets the
+  // latency (per instance: the totals over the most instances it can have).
+  for (int m = 0; m <= kept_to; ++m) {
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+    const double r = rd[m] / inst[m], w = wr[m] / inst[m] + wr_each[m];
+    double time = 0;
+    if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
+    if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
+    if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
+    cycles_lb = std::max(cycles_lb, std::ceil(time * (1 - 1e-9)));
+  }
 }
 
 const std::vector<TileWorker::State::OuterFanout>& TileWorker::State::outer_fanouts(int d, const std::array<int64_t, kMaxRanks>& rem) {

@@ -124,6 +124,11 @@ void TileWorker::State::put(const Support& key) {
     bucket_support.push_back(key);
   }
   const size_t bi = table[pos] - 1;
+  if (s->spec_.bound_scalar) {
+    double* b = pool_bounds.get() + (bi * kLanes + static_cast<size_t>(counts[bi])) * 2;
+    b[0] = last_energy_lb;
+    b[1] = last_cycles_lb;
+  }
   int32_t* f = pool.get() + (bi * kLanes + static_cast<size_t>(counts[bi]++)) * W;
   for (int l = 0; l < L; ++l)
     for (int r = 0; r < R; ++r) {
@@ -132,14 +137,31 @@ void TileWorker::State::put(const Support& key) {
       f[(l * 3 + 2) * R + r] = static_cast<int32_t>(chosen[l].y[r]);
     }
   if (counts[bi] == kLanes) {
-    flush(key, pool.get() + bi * kLanes * W, kLanes);
+    flush_bucket(bi);
     counts[bi] = 0;
   }
 }
 
+void TileWorker::State::flush_bucket(size_t bi) {
+  const int32_t* lanes = pool.get() + bi * kLanes * W;
+  int count = counts[bi];
+  if (s->spec_.bound_scalar) {
+    // Only the choices the incumbent does not beat by now (their bounds were made when parked).
+    const double* b = pool_bounds.get() + bi * kLanes * 2;
+    int alive = 0;
+    for (int k = 0; k < count; ++k)
+      if (!sink->beaten(b[2 * k], b[2 * k + 1], -1, 0))
+        std::copy_n(lanes + static_cast<size_t>(k) * W, W, alive_lanes.data() + static_cast<size_t>(alive++) * W);
+    owner->stale_dropped += count - alive;
+    if (alive == 0) return;
+    if (alive < count) lanes = alive_lanes.data(), count = alive;
+  }
+  flush(bucket_support[bi], lanes, count);
+}
+
 void TileWorker::State::flush_all() {
   for (size_t i = 0; i < counts.size(); ++i)
-    if (counts[i] > 0) flush(bucket_support[i], pool.get() + i * kLanes * W, counts[i]);
+    if (counts[i] > 0) flush_bucket(i);
   counts.clear();
   bucket_support.clear();
   std::fill(table.begin(), table.end(), 0u);
@@ -254,6 +276,13 @@ void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
   table.assign(std::bit_ceil(2 * max_live), 0u);
   table_mask = table.size() - 1;
   if (!pool) pool.reset(new int32_t[kPoolWords]);
+  if (search.spec_.bound_scalar) {
+    if (pool_bounds_size < max_live * kLanes * 2) {
+      pool_bounds_size = max_live * kLanes * 2;
+      pool_bounds.reset(new double[pool_bounds_size]);
+    }
+    alive_lanes.resize(kLanes * W);
+  }
   sink = to;
 }
 

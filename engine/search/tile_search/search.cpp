@@ -3,6 +3,7 @@
 // uses, what merged supports and partial pruning may do) and the roots the workers start from;
 // TileCandidate: an evaluated lane turned into a Mapping or a tie-break key.
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <limits>
 #include <stdexcept>
@@ -12,6 +13,43 @@
 #include "engine/search/tile_search/tile_search.hpp"
 
 namespace mapfuse {
+namespace {
+
+// Distinct values of tensor t that compute touches: per dimension, the distinct sums of its
+// terms (one term: the rank's size; a sliding window s*p + r: all (P-1)*s + R positions when
+// the window is at least the stride, else P*R; other sums at least their largest term's size),
+// multiplied over dimensions that share no rank. With a
+// rank in two dimensions the values are a subset of that product: the largest dimension's count.
+int64_t touched_values(const Einsum& e, int t) {
+  const TensorAccess& ta = e.tensors[static_cast<size_t>(t)];
+  int64_t product = 1, largest = 1;
+  uint64_t seen = 0;
+  bool shared = false;
+  for (const Projection& p : ta.dims) {
+    int64_t n = 1;
+    if (p.size() == 1) {
+      n = e.ranks[static_cast<size_t>(p[0].rank)].size;
+    } else if (p.size() == 2) {
+      int64_t s = p[0].coeff, P = e.ranks[static_cast<size_t>(p[0].rank)].size;
+      int64_t c = p[1].coeff, Q = e.ranks[static_cast<size_t>(p[1].rank)].size;
+      if (s < c) std::swap(s, c), std::swap(P, Q);
+      if (c == 1 && s <= Q) n = (P - 1) * s + Q;          // windows overlap or touch
+      else if (c == 1 && s > Q) n = P * Q;                // windows leave gaps
+      else n = std::max(P, Q);
+    } else {
+      for (const ProjectionTerm& term : p) n = std::max(n, e.ranks[static_cast<size_t>(term.rank)].size);
+    }
+    for (const ProjectionTerm& term : p) {
+      if (seen >> term.rank & 1) shared = true;
+      seen |= uint64_t{1} << term.rank;
+    }
+    product *= n;
+    largest = std::max(largest, n);
+  }
+  return shared ? largest : product;
+}
+
+}  // namespace
 
 TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space, const TileSearchSpec& spec)
     : e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)) {
@@ -136,7 +174,9 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   for (int l = 0; l < L; ++l) {
     for (int t = 0; t < T; ++t)
       serve_pj[l][t] = t == plan_.output ? plan_.levels[l].update_pj : plan_.levels[l].read_pj;
-    for (TensorMask k : keep_options[l]) may_keep_at[l] |= k;
+    must_keep_at[l] = static_cast<TensorMask>(~TensorMask{0});
+    for (TensorMask k : keep_options[l]) may_keep_at[l] |= k, must_keep_at[l] &= k;
+    if (keep_options[l].empty()) must_keep_at[l] = 0;
   }
   for (int l = L - 1; l >= 0; --l) {
     if (l == L - 1) {
@@ -146,16 +186,18 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       fanout_above[l] = std::min<int64_t>(int64_t{1} << 40, fanout_above[l + 1] * up.fanout_x * up.fanout_y);
     }
     for (int t = 0; t < T; ++t) {
-      double best = std::numeric_limits<double>::infinity(), fanout = 1;
+      double cheapest = std::numeric_limits<double>::infinity();
       for (int m = l + 1; m < L; ++m) {
-        fanout *= static_cast<double>(plan_.levels[m].fanout_x * plan_.levels[m].fanout_y);
-        bool may = false;
-        for (TensorMask k : keep_options[m]) may = may || (k >> t & 1);
-        if (may) best = std::min(best, serve_pj[m][t] / fanout);
+        if (may_keep_at[m] >> t & 1) {
+          cheapest = std::min(cheapest, plan_.levels[m].read_pj);
+          may_keep_above[l] |= static_cast<TensorMask>(1u << t);
+        }
+        if (must_keep_at[m] >> t & 1) break;  // the next level keeping t is no further out
       }
-      serve_scaled_above[l][t] = best;
+      read_pj_above[l][t] = std::isfinite(cheapest) ? cheapest : 0;
     }
   }
+  for (int t = 0; t < T; ++t) touched_[t] = static_cast<double>(touched_values(e, t));
   if (spec.merge_passthrough)
     for (int l = 0; l < top && l + 1 < L; ++l) {
       const LevelConstraints* above = constraint(l + 1);

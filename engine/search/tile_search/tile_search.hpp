@@ -162,6 +162,9 @@ class TileSearch {
   // (the cheapest level above l that may keep it, if none below does).
   // `open_keep`: what level l keeps is not chosen yet (chosen[l].keep is ignored; a tensor not
   // kept below l is served at l or above, whichever is cheaper).
+  // The least energy per word served to compute by a level above l that may keep tensor t, over
+  // the sharing the fan-outs of levels l+1.. allow it with `rest` left of every rank.
+  double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                      double& energy_lb, double& cycles_lb, bool open_keep = false) const;
 
@@ -207,12 +210,18 @@ class TileSearch {
   // whose first rows never gain from it stops making it (exact either way).
   mutable std::atomic<int64_t> keep_rows{0}, keep_hits{0};
   // scalar_bounds: per level l, the product of the fan-outs above l (at most 2^40); per level and
-  // tensor the energy of serving one compute step (update for the output, else read), and per
-  // level l and tensor the least, among the levels m above l that may keep it, of that energy
-  // over the fan-outs of levels l+1..m (what serving from m costs per operation at best).
+  // tensor the energy of serving one compute step (update for the output, else read).
   std::array<int64_t, kMaxLevels> fanout_above{};
-  std::array<std::array<double, kMaxTensors>, kMaxLevels> serve_pj{}, serve_scaled_above{};
+  std::array<std::array<double, kMaxTensors>, kMaxLevels> serve_pj{};
   std::array<TensorMask, kMaxLevels> may_keep_at{};  // per level: tensors some kept-set choice keeps
+  std::array<TensorMask, kMaxLevels> must_keep_at{};  // per level: tensors every kept-set choice keeps
+  // Per tensor, how many distinct values compute touches (at most its volume: a stride longer than
+  // the kernel skips some), which every non-backing level keeping it must be filled with; per
+  // level l and tensor, the least read energy among the levels above l that may keep it (the
+  // cheapest parent those fills can come from).
+  std::array<double, kMaxTensors> touched_{};
+  std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{};
+  std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
   std::atomic<int64_t>* budget_;
@@ -280,6 +289,7 @@ class TileWorker {
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
   int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped
+  int64_t stale_dropped = 0;   // branch and bound: parked choices the incumbent beat before their evaluation
   int64_t fanout_skipped = 0;  // choices of the level below the top skipped: their fan-out's bounds are beaten
   // Branch and bound (TileSearchSpec::bound_scalar): choices whose completions' lower bounds the
   // sink beat, per level they were made at (each cut the whole subtree above it).

@@ -102,6 +102,12 @@ struct TileWorker::State {
   std::vector<int> counts;  // per live bucket
   std::vector<Support> bucket_support;
   std::unique_ptr<int32_t[]> pool;  // uninitialised; only written slots are read
+  // Branch and bound: each parked choice's lower bounds (energy, cycles), beside its pool slot. A
+  // choice may wait in its bucket while the incumbent improves; flush drops the ones then beaten.
+  std::unique_ptr<double[]> pool_bounds;
+  size_t pool_bounds_size = 0;
+  double last_energy_lb = 0, last_cycles_lb = 0;  // of the choice bound_beaten passed last
+  std::vector<int32_t> alive_lanes;                // flush's survivors (kLanes * W)
   size_t W = 0, max_live = 0;
   std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
   std::array<LevelChoice, kMaxLevels> chosen{};
@@ -142,14 +148,16 @@ struct TileWorker::State {
 
   void flush_all();
 
+  // Evaluates live bucket bi (with branch and bound, only its choices not beaten by now).
+  void flush_bucket(size_t bi);
+
   // Evaluates the bucket's choices under every order combination of its support.
   void flush(const Support& key, const int32_t* lanes, int count);
 
   // Branch and bound: whether the sink already beats every completion of levels 0..l.
-  bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) const {
-    double energy = 0, cycles = 0;
-    s->scalar_bounds(chosen.data(), l, rest, energy, cycles);
-    return sink->beaten(energy, cycles, -1, 0);
+  bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) {
+    s->scalar_bounds(chosen.data(), l, rest, last_energy_lb, last_cycles_lb);
+    return sink->beaten(last_energy_lb, last_cycles_lb, -1, 0);
   }
 
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining);
