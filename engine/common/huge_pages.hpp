@@ -28,6 +28,22 @@ inline void advise_huge_pages(const void* data, size_t bytes) {
 #endif
 }
 
+// Maps [data, data + bytes) in writable now, in one call (Linux >= 5.14, MADV_POPULATE_WRITE),
+// instead of one page fault at each first touch: in this VM a fault is an exception round trip
+// through the hypervisor, and where the kernel has no free huge page it is one per 4 KiB.
+// Writing 7*10^6 tile edges took ~16k such faults. A hint only: elsewhere nothing changes.
+inline void populate_pages(const void* data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
+  if (bytes > 0 && hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
 template <typename Vec>
 void advise_huge_pages(const Vec& v) {
   advise_huge_pages(v.data(), v.capacity() * sizeof(typename Vec::value_type));

@@ -260,6 +260,9 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
   advise_huge_pages(ts.tiles);
   advise_huge_pages(ts.ranges);
   advise_huge_pages(ts.accesses);
+  populate_pages(ts.tiles.data(), total_tiles * sizeof(Tile));
+  populate_pages(ts.ranges.data(), total_ranges * sizeof(Range));
+  populate_pages(ts.accesses.data(), total_accesses * sizeof(TileAccess));
   ts.layer_first.reserve(n + 1);
   ts.layer_groups.reserve(n);
 
