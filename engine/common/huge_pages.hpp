@@ -37,7 +37,8 @@ inline void populate_pages(const void* data, size_t bytes) {
   constexpr uintptr_t kPage = 4096;
   const uintptr_t lo = reinterpret_cast<uintptr_t>(data) & ~(kPage - 1);
   const uintptr_t hi = (reinterpret_cast<uintptr_t>(data) + bytes + kPage - 1) & ~(kPage - 1);
-  if (bytes > 0 && hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
+  if (bytes >= (size_t{1} << 20) && hi > lo)  // below, a few faults cost less than the call
+    madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE);
 #else
   (void)data;
   (void)bytes;
