@@ -219,6 +219,22 @@ Workload mobilenet_v2(int64_t N) {
   return b.done();
 }
 
+// An Einsum from its parts, and a tensor access whose every dimension is one rank (the
+// transformer builders' shapes).
+Einsum einsum_of(std::string name, OpKind op, std::vector<Rank> ranks, std::vector<TensorAccess> tensors) {
+  Einsum e;
+  e.name = std::move(name);
+  e.op = op;
+  e.ranks = std::move(ranks);
+  e.tensors = std::move(tensors);
+  return e;
+}
+TensorAccess rank_access(std::string name, TensorRole role, const std::vector<int>& dims) {
+  TensorAccess t{std::move(name), role, {}, 8};
+  for (int d : dims) t.dims.push_back({{d, 1}});
+  return t;
+}
+
 // Keras names (block<i>_sepconv<j>, block<i>_pool); the 1x1/2 shortcut convs are
 // block<i>_residual and the adds block<i>_add. BatchNorm and the ReLUs fold (not modelled).
 Workload xception(int64_t N) {
@@ -262,18 +278,9 @@ Workload mobilebert_block(int64_t T) {
   Workload w;
   w.name = "mobilebert_block";
   auto push = [&](std::string name, OpKind op, std::vector<Rank> ranks, std::vector<TensorAccess> tensors) {
-    Einsum e;
-    e.name = std::move(name);
-    e.op = op;
-    e.ranks = std::move(ranks);
-    e.tensors = std::move(tensors);
-    w.einsums.push_back(std::move(e));
+    w.einsums.push_back(einsum_of(std::move(name), op, std::move(ranks), std::move(tensors)));
   };
-  auto T_ = [](std::string n, TensorRole r, std::vector<int> dims) {
-    TensorAccess t{std::move(n), r, {}, 8};
-    for (int d : dims) t.dims.push_back({{d, 1}});
-    return t;
-  };
+  const auto T_ = rank_access;
   const auto In = TensorRole::Input, Wt = TensorRole::Weight, Out = TensorRole::Output;
   // out[m, n] = in[m, k] * <out>.weight[k, n]
   auto linear = [&](const std::string& out, const std::string& in, int64_t K, int64_t N) {
@@ -354,18 +361,9 @@ Workload gpt3_6_7b(int64_t B, int64_t T) {
   w.name = "gpt3_6.7b";
   auto einsum = [&](std::string name, OpKind op, std::vector<Rank> ranks,
                     std::vector<TensorAccess> tensors) {
-    Einsum e;
-    e.name = std::move(name);
-    e.op = op;
-    e.ranks = std::move(ranks);
-    e.tensors = std::move(tensors);
-    w.einsums.push_back(std::move(e));
+    w.einsums.push_back(einsum_of(std::move(name), op, std::move(ranks), std::move(tensors)));
   };
-  auto T_ = [](std::string n, TensorRole r, std::vector<int> dims) {
-    TensorAccess t{std::move(n), r, {}, 8};
-    for (int d : dims) t.dims.push_back({{d, 1}});
-    return t;
-  };
+  const auto T_ = rank_access;
   const auto In = TensorRole::Input, Wt = TensorRole::Weight, Out = TensorRole::Output;
   {  // I[b,m,d] = I_in[b,m,d]
     enum { b, m, d };

@@ -370,6 +370,18 @@ Workload stream_workload(const std::string& onnx) {
   return import_onnx(test::shared_data(onnx), oo);
 }
 
+// Stream's ResNet-18 fused run (derived/coala/README.md): its tiling, stacks [(0..10), (11..21)]
+// and the rest layer by layer.
+TilingOptions resnet18_fused_tiling(const Workload& w) {
+  TilingOptions opt;
+  opt.layers = stream_tiling(w, 4);
+  std::vector<int> a(11), b(11);
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 11);
+  opt.stacks = layer_stacks_manual(w, {a, b});
+  return opt;
+}
+
 StreamRun stream_run(const std::string& onnx, const std::string& dir, bool fused_all) {
   StreamRun r;
   r.w = stream_workload(onnx);
@@ -500,12 +512,7 @@ TEST_CASE("tiles: Stream's ResNet-18 fused setting gives its 3866 CNs") {
   // layer; its edges are not shipped, its CN count is.
   Workload w = stream_workload("stream/classic_cb9dfc52/examples/workload/resnet18.onnx");
   REQUIRE(w.einsums.size() == 48);  // Stream's 49 layers less the Flatten (layer 47)
-  TilingOptions opt;
-  opt.layers = stream_tiling(w, 4);
-  std::vector<int> a, b;
-  for (int i = 0; i <= 10; ++i) a.push_back(i);
-  for (int i = 11; i <= 21; ++i) b.push_back(i);
-  opt.stacks = layer_stacks_manual(w, {a, b});
+  TilingOptions opt = resnet18_fused_tiling(w);
   REQUIRE(opt.stacks.size() == 2 + 26);
   TileGraph g = build_tile_graph(w, opt);
   CHECK(g.tiles.tiles.size() == 3866);
@@ -543,19 +550,12 @@ bool same_edges(const TileGraph& a, const TileGraph& b) {
   return true;
 }
 
-// FSRCNN's 8 layers in one fused stack, cut into `h` x `w`-pixel CTs (bench_tiles' Fsrcnn1M at 2x2).
-TilingOptions fsrcnn_pixels(const Workload& w, int64_t h, int64_t wd) {
+// Every layer in one fused stack, cut into `h` x `wd`-pixel CTs (bench_tiles' Fsrcnn1M at 2x2).
+TilingOptions fused_pixels(const Workload& w, int64_t h, int64_t wd) {
   TilingOptions opt;
-  opt.layers.resize(w.einsums.size());
-  std::vector<int> all;
-  for (size_t i = 0; i < w.einsums.size(); ++i) {
-    const Einsum& e = w.einsums[i];
-    const auto& out = e.tensors[e.output_index()].dims;
-    const int rr = out[out.size() - 2].at(0).rank, rc = out.back().at(0).rank;
-    opt.layers[i].intra = {{e.ranks[rr].name, 0, h}, {e.ranks[rc].name, 0, wd}};
-    all.push_back(static_cast<int>(i));
-  }
-  opt.stacks = layer_stacks_manual(w, {all});
+  opt.layers = pixel_tiling(w, h, wd);
+  opt.stacks = {std::vector<int>(w.einsums.size())};
+  std::iota(opt.stacks[0].begin(), opt.stacks[0].end(), 0);
   return opt;
 }
 
@@ -575,17 +575,12 @@ TEST_CASE("tiles: real networks' R-tree graphs equal the pairwise search and the
   std::vector<Case> cases;
   {
     Workload w = stream_workload("stream/classic_cb9dfc52/examples/workload/resnet18.onnx");
-    TilingOptions opt;
-    opt.layers = stream_tiling(w, 4);
-    std::vector<int> a, b;
-    for (int i = 0; i <= 10; ++i) a.push_back(i);
-    for (int i = 11; i <= 21; ++i) b.push_back(i);
-    opt.stacks = layer_stacks_manual(w, {a, b});
+    TilingOptions opt = resnet18_fused_tiling(w);
     cases.push_back({"resnet18 fused (Stream)", std::move(w), std::move(opt), true, 3866, 25216, 10760296768506514376ull});
   }
   {
     Workload w = stream_workload("stream/classic_cb9dfc52/examples/workload/fsrcnn.onnx");
-    TilingOptions coarse = fsrcnn_pixels(w, 16, 32), fine = fsrcnn_pixels(w, 4, 4);
+    TilingOptions coarse = fused_pixels(w, 16, 32), fine = fused_pixels(w, 4, 4);
     cases.push_back({"fsrcnn 16x32-pixel CTs", w, std::move(coarse), true, 8160, 54192, 3319572382470725604ull});
     cases.push_back({"fsrcnn 4x4-pixel CTs", std::move(w), std::move(fine), false, 259200, 1770762,
                      1884038097592857929ull});
