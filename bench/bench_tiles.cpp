@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -61,17 +62,9 @@ BENCHMARK(ResNet18Fused)->Unit(benchmark::kMillisecond);
 void Fsrcnn1M(benchmark::State& state) {
   const Workload w = stream_onnx("stream/classic_cb9dfc52/examples/workload/fsrcnn.onnx");
   TilingOptions opt;
-  opt.layers.resize(w.einsums.size());
-  std::vector<int> all;
-  for (size_t i = 0; i < w.einsums.size(); ++i) {
-    const Einsum& e = w.einsums[i];
-    const auto& out = e.tensors[e.output_index()].dims;
-    for (size_t d = out.size() - 2; d < out.size(); ++d) {  // the two spatial dimensions
-      const int r = out[d].at(0).rank;
-      opt.layers[i].intra.push_back({e.ranks[r].name, (e.ranks[r].size + 1) / 2});
-    }
-    all.push_back(static_cast<int>(i));
-  }
+  opt.layers = pixel_tiling(w, 2, 2);
+  std::vector<int> all(w.einsums.size());
+  std::iota(all.begin(), all.end(), 0);
   opt.stacks = layer_stacks_manual(w, {all});
   // Arg 0: the whole graph (CTs + R-tree edges); 1: the CTs only (generate_tiles). The pairwise
   // search is not run here: at 1.3*10^5 producer CTs per layer it would take hours.

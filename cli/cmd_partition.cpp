@@ -102,8 +102,8 @@ Command add_partition_command(CLI::App& app) {
               throw InputError({}, "--price-on", "needs a best plan; --search sample has none");
             if (price && (o->fadiff_evaluations <= 0 || !(o->fadiff_time > 0)))
               throw InputError({}, "--fadiff-evaluations", "expected an evaluation budget > 0 and --fadiff-time > 0");
-            const std::string path = resolve_get_network(o->workload);
-            const OpGraph graph = load_op_graph(path);
+            const std::string path = get_network_spec(o->workload);  // an ONNX path or a zoo CNN's name
+            const OpGraph graph = load_get_network(path);
             const get::PartitionOutcome r = get::partition_network(graph, spec);
             nlohmann::json priced;
             std::string priced_text;

@@ -1,6 +1,7 @@
 // GET-fusion's study unit ("get_partition") and the network lookup `mapfuse partition` shares
 // with it. Apart from study_units.cpp: the fusion-group model's FusionGroup and the LoopTree's
 // are different types of one name.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -10,6 +11,8 @@
 #include "engine/common/error.hpp"
 #include "engine/cost/fusion_group.hpp"
 #include "engine/search/get/partition.hpp"
+#include "engine/workload/op_graph.hpp"
+#include "engine/workload/zoo.hpp"
 
 namespace mapfuse::cli {
 
@@ -27,6 +30,22 @@ std::string resolve_get_network(const std::string& w, const std::string& key) {
   throw InputError({}, key,
                    "'" + w + "' is neither an ONNX file nor a network of $MAPFUSE_SHARED_DATA/get/onnx" +
                        did_you_mean(w, names));
+}
+
+std::string get_network_spec(const std::string& w, const std::string& key) {
+  const auto zoo = zoo_names();
+  if (std::find(zoo.begin(), zoo.end(), w) != zoo.end()) {
+    const char* shared = std::getenv("MAPFUSE_SHARED_DATA");
+    namespace fs = std::filesystem;
+    if (!fs::is_regular_file(w) && !(shared && fs::is_regular_file(fs::path(shared) / "get" / "onnx" / (w + ".onnx"))))
+      return w;
+  }
+  return resolve_get_network(w, key);
+}
+
+OpGraph load_get_network(const std::string& w, const std::string& key) {
+  const std::string spec = get_network_spec(w, key);
+  return std::filesystem::is_regular_file(spec) ? load_op_graph(spec) : op_graph_from_workload(zoo_workload(spec));
 }
 
 UnitResult run_get_partition(const WorkUnit& unit) {
@@ -49,7 +68,7 @@ UnitResult run_get_partition(const WorkUnit& unit) {
   s.max_states = p.value("max_states", s.max_states);
   s.time_limit_s = p.value("time_limit_s", s.time_limit_s);
   s.assume_monotone = p.value("assume_monotone", s.assume_monotone);
-  const OpGraph g = load_op_graph(resolve_get_network(p.at("network").get<std::string>(), "networks"));
+  const OpGraph g = load_get_network(p.at("network").get<std::string>(), "networks");
   const get::PartitionOutcome o = get::partition_network(g, s);
   const double mb = static_cast<double>(s.model.kb * s.model.kb), kb = static_cast<double>(s.model.kb);
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -6,6 +6,7 @@
 
 #include "engine/arch/architecture.hpp"
 #include "engine/workload/einsum.hpp"
+#include "engine/workload/op_graph.hpp"
 #include "engine/workload/workload.hpp"
 #include "partitioners/study.hpp"
 #include "partitioners/work_unit.hpp"
@@ -56,6 +57,11 @@ UnitResult run_schedule_unit(const WorkUnit& unit);
 // A path, or a network name from the GET data set ($MAPFUSE_SHARED_DATA/get/onnx/<name>.onnx);
 // InputError (key `key`) with the nearest name otherwise.
 std::string resolve_get_network(const std::string& w, const std::string& key = "--workload");
+// What GET-fusion reads for `w`: the ONNX file resolve_get_network finds, else `w` itself when it
+// names a CNN of the model zoo that has no ONNX file there (xception, vgg19, mobilenet_v1, ...).
+std::string get_network_spec(const std::string& w, const std::string& key = "--workload");
+// Its operator graph: load_op_graph, or op_graph_from_workload for a zoo CNN (activations folded).
+OpGraph load_get_network(const std::string& w, const std::string& key = "--workload");
 
 // Any of the above by the unit's kind.
 UnitResult run_unit(const WorkUnit& unit);

@@ -13,6 +13,7 @@
 
 #include "engine/common/error.hpp"
 #include "engine/workload/onnx_model.hpp"
+#include "engine/workload/workload.hpp"
 
 namespace mapfuse {
 
@@ -360,6 +361,116 @@ class Loader {
 };
 
 }  // namespace
+
+OpGraph op_graph_from_workload(const Workload& w) {
+  OpGraph g;
+  g.name = w.name;
+  std::vector<int> net_input(w.tensors.size(), -1);
+  auto refuse = [&](const Einsum& e, const std::string& what) {
+    return InputError({}, "einsum '" + e.name + "'",
+                      what + "; the operator graph takes the zoo's CNN operators (conv, depthwise conv, "
+                             "pool, element-wise, fully connected)");
+  };
+  for (const Einsum& e : w.einsums) {
+    int64_t ext[kMaxRanks];
+    for (size_t r = 0; r < e.ranks.size(); ++r) ext[r] = e.ranks[r].size;
+    auto shape = [&](const TensorAccess& ta) {
+      if (ta.dims.size() != 4) throw refuse(e, "tensor '" + ta.name + "' is not [N, C, H, W]");
+      return Shape3{Einsum::dim_extent(ta.dims[1], ext), Einsum::dim_extent(ta.dims[2], ext),
+                    Einsum::dim_extent(ta.dims[3], ext)};
+    };
+    auto rank = [&](const char* n) { return e.rank_index(n); };
+    OpNode node;
+    node.name = e.name;
+    const TensorAccess& out = e.tensors[e.output_index()];
+    node.out = shape(out);
+    const TensorAccess* act = nullptr;  // the windowed input
+    for (const TensorAccess& ta : e.tensors) {
+      if (&ta == &out) continue;
+      const TensorInfo& t = w.tensors[w.tensor_index(ta.name)];
+      if (ta.role == TensorRole::Weight && t.producer < 0) {
+        node.weight_elems += t.volume;
+        continue;
+      }
+      OpInput in;
+      in.producer = t.producer;
+      if (t.producer >= 0) {
+        in.shape = g.nodes[t.producer].out;
+      } else {  // the zoo's input view includes the padding: take it off on both sides
+        in.shape = shape(ta);
+        in.shape.h = std::max<int64_t>(1, in.shape.h + 2 * ta.dim_offset(2));
+        in.shape.w = std::max<int64_t>(1, in.shape.w + 2 * ta.dim_offset(3));
+        const int ti = w.tensor_index(ta.name);
+        if (net_input[ti] < 0) {
+          net_input[ti] = static_cast<int>(g.network_inputs.size());
+          g.network_inputs.push_back(in.shape);
+        }
+        in.net_input = net_input[ti];
+      }
+      node.inputs.push_back(in);
+      act = &ta;
+    }
+    if (node.inputs.empty()) throw refuse(e, "reads no activation");
+    // Window, stride and padding of a conv or pool from its input projection p*stride + r.
+    auto window = [&](int R, int S, int P, int Q) {
+      if (R < 0 || S < 0 || P < 0 || Q < 0) throw refuse(e, "has no R, S, P, Q ranks");
+      node.kh = static_cast<int>(e.ranks[R].size);
+      node.kw = static_cast<int>(e.ranks[S].size);
+      for (const ProjectionTerm& t : act->dims[2])
+        if (t.rank == P) node.sh = static_cast<int>(t.coeff);
+      for (const ProjectionTerm& t : act->dims[3])
+        if (t.rank == Q) node.sw = static_cast<int>(t.coeff);
+      node.pad_top = static_cast<int>(-act->dim_offset(2));
+      node.pad_left = static_cast<int>(-act->dim_offset(3));
+      const Shape3& in = node.inputs.front().shape;
+      node.pad_bottom = static_cast<int>(
+          std::max<int64_t>(0, (node.out.h - 1) * node.sh + node.kh - in.h - node.pad_top));
+      node.pad_right = static_cast<int>(
+          std::max<int64_t>(0, (node.out.w - 1) * node.sw + node.kw - in.w - node.pad_left));
+    };
+    const int R = rank("R"), S = rank("S"), P = rank("P"), Q = rank("Q");
+    switch (e.op) {
+      case OpKind::Mac: {
+        window(R, S, P, Q);
+        const Shape3& in = node.inputs.front().shape;
+        if (rank("K") < 0) {
+          node.cls = OpClass::DepthwiseConv;
+          node.op_type = "Conv";
+          node.depthwise = true;
+          node.groups = node.out.c;
+        } else if (node.out.h == 1 && node.out.w == 1 && node.kh == in.h && node.kw == in.w) {
+          node.cls = OpClass::Gemm;
+          node.op_type = "Gemm";
+          node.kh = node.kw = 1;
+          node.pad_bottom = node.pad_right = 0;
+        } else {
+          node.cls = OpClass::Conv;
+          node.op_type = "Conv";
+        }
+        break;
+      }
+      case OpKind::Pool: {
+        window(R, S, P, Q);
+        const Shape3& in = node.inputs.front().shape;
+        const bool global = node.out.h == 1 && node.out.w == 1 && node.kh == in.h && node.kw == in.w;
+        node.cls = global ? OpClass::GlobalPool : OpClass::Pool;
+        node.op_type = global ? "GlobalAveragePool" : "MaxPool";
+        if (global) node.kh = node.kw = 1;
+        break;
+      }
+      case OpKind::Elementwise:
+        node.cls = node.inputs.size() >= 2 ? OpClass::Binary : OpClass::Unary;
+        node.op_type = node.inputs.size() >= 2 ? "Add" : "Relu";
+        break;
+      default: throw refuse(e, "is a " + std::string(to_string(e.op)) + " Einsum");
+    }
+    g.nodes.push_back(std::move(node));
+  }
+  for (const TensorInfo& t : w.tensors)
+    if (t.producer >= 0 && t.consumers.empty()) g.nodes[t.producer].is_output = true;
+  finalize(g);
+  return g;
+}
 
 OpGraph load_op_graph(const std::string& onnx_path, const OpGraphOptions& options) {
   return Loader(onnx_path, options).run();

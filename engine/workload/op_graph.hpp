@@ -11,6 +11,8 @@
 
 namespace mapfuse {
 
+struct Workload;
+
 // What the buffer and DRAM models need to know about an operator.
 enum class OpClass : uint8_t {
   Conv,           // dense or grouped convolution (weights reduce over input channels)
@@ -102,5 +104,14 @@ struct OpGraphOptions {
 // Reads an .onnx file (weights optional; shapes from ONNX shape inference). Throws InputError
 // naming the file for an unreadable file, and the node and operator for an unsupported operator.
 OpGraph load_op_graph(const std::string& onnx_path, const OpGraphOptions& options = {});
+
+// The operator graph of a CNN workload built as the zoo builds them (engine/workload/zoo.hpp): one
+// node per Einsum, in the workload's order. Convs (make_conv) are Conv, or Gemm when they reduce
+// their whole input to 1x1 (the zoo's fully connected layers); depthwise convs DepthwiseConv; Pool
+// Einsums Pool, or GlobalPool when the window covers the input; element-wise Einsums Binary (two
+// or more activation inputs) or Unary. Activations and BatchNorm are folded in the zoo, so they are
+// not nodes, unlike the ONNX graph of the same network. Throws InputError naming the Einsum for
+// any other operator (matmuls over tokens, softmax, copies) or a tensor that is not [N, C, H, W].
+OpGraph op_graph_from_workload(const Workload& w);
 
 }  // namespace mapfuse

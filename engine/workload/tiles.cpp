@@ -67,6 +67,19 @@ std::vector<LayerTiling> stream_tiling(const Workload& w, int64_t inter_parts) {
   return out;
 }
 
+std::vector<LayerTiling> pixel_tiling(const Workload& w, int64_t rows, int64_t cols) {
+  std::vector<LayerTiling> out(w.einsums.size());
+  for (size_t i = 0; i < w.einsums.size(); ++i) {
+    const Einsum& e = w.einsums[i];
+    const auto& dims = e.tensors[e.output_index()].dims;
+    if (dims.size() < 2) continue;
+    const int r = single_rank(dims[dims.size() - 2]), c = single_rank(dims.back());
+    if (r < 0 || c < 0) continue;
+    out[i].intra = {{e.ranks[r].name, 0, rows}, {e.ranks[c].name, 0, cols}};
+  }
+  return out;
+}
+
 std::vector<std::vector<int>> layer_stacks_lbl(const Workload& w) {
   std::vector<std::vector<int>> s;
   for (size_t i = 0; i < w.einsums.size(); ++i) s.push_back({static_cast<int>(i)});
@@ -260,6 +273,9 @@ TileSet generate_tiles(const Workload& w, const TilingOptions& opt) {
   advise_huge_pages(ts.tiles);
   advise_huge_pages(ts.ranges);
   advise_huge_pages(ts.accesses);
+  populate_pages(ts.tiles.data(), total_tiles * sizeof(Tile));
+  populate_pages(ts.ranges.data(), total_ranges * sizeof(Range));
+  populate_pages(ts.accesses.data(), total_accesses * sizeof(TileAccess));
   ts.layer_first.reserve(n + 1);
   ts.layer_groups.reserve(n);
 

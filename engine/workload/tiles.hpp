@@ -65,6 +65,11 @@ int row_rank(const Einsum& e);
 // dimension, Stream's "K" of relu) into `inter_parts`; pools, adds and copies are not split.
 std::vector<LayerTiling> stream_tiling(const Workload& w, int64_t inter_parts);
 
+// Every layer's output cut into tiles of `rows` x `cols` values along its last two dimensions
+// (an NCHW output's H and W), each split by size; a layer whose last two output dimensions are not
+// single ranks stays whole. bench_tiles' Fsrcnn1M (2x2: ~10^6 CTs) uses it.
+std::vector<LayerTiling> pixel_tiling(const Workload& w, int64_t rows, int64_t cols);
+
 // ---- layer stacks -----------------------------------------------------------------------------
 // Every Einsum its own stack (layer by layer).
 std::vector<std::vector<int>> layer_stacks_lbl(const Workload& w);

@@ -10,6 +10,13 @@
 //  - gpt3_6.7b: AccelForge examples/workloads/gpt3_6.7B.yaml (FFM paper era, a9062b43); Brown et
 //    al. 2020 Table 2.1 (d_model 4096, 32 heads of 128, FFN 4*d_model).
 //  - matmul_chain_<n>: FFM paper section 7.5 (M = 8192; (N;K) cycle).
+//  - Xception: Chollet, "Xception", CVPR 2017, Fig. 5 (entry, 8x middle, exit flow; 299x299
+//    input, the paper's own). Padding as Keras' applications/xception.py ("valid" stem convs,
+//    "same" separable convs and 3x3/2 max pools).
+//  - mobilebert_block: Sun et al., "MobileBERT", ACL 2020, Table 1 (embedding 128 with the
+//    3-convolution to 512, one body: bottlenecks 512->128, 4 heads over 128, 4 stacked FFNs of
+//    512), with queries and keys from a shared bottleneck and values from the 512-wide input as
+//    in the released model (HF transformers MobileBertConfig: key_query_shared_bottleneck).
 // Conventions (docs/workloads.md): convs use Timeloop cnn-layer semantics via make_conv (P,Q are
 // output sizes; the input view's extent (P-1)*stride + R includes the padding), BatchNorm and
 // ReLU are folded into the producing conv, residual adds are Elementwise Einsums, pooling is Pool,
@@ -22,6 +29,9 @@
 
 namespace mapfuse {
 namespace {
+
+// MobileBERT's on-device latency setting: Sun et al. 2020 quote 62 ms on a Pixel 4 for 128 tokens.
+constexpr int64_t kMobileBertTokens = 128;
 
 struct Act {
   std::string name;
@@ -60,6 +70,12 @@ class CnnBuilder {
     s.Wpad = s.Hpad = pad;
     w_.einsums.push_back(make_depthwise_conv(name, s, x.name, name + ".weight", name));
     return {name, x.C, s.P, s.Q};
+  }
+
+  // Depthwise-separable conv (Xception's SeparableConv2D, depth multiplier 1): a k x k depthwise
+  // conv `<name>.dw` then a 1x1 pointwise conv `<name>.pw`.
+  Act sepconv(const std::string& name, const Act& x, int64_t K, int64_t k, int64_t pad) {
+    return conv(name + ".pw", dwconv(name + ".dw", x, k, 1, pad), K, 1, 1, 0);
   }
 
   // Fully connected layer over the whole input (R = H, S = W, P = Q = 1).
@@ -203,6 +219,141 @@ Workload mobilenet_v2(int64_t N) {
   return b.done();
 }
 
+// An Einsum from its parts, and a tensor access whose every dimension is one rank (the
+// transformer builders' shapes).
+Einsum einsum_of(std::string name, OpKind op, std::vector<Rank> ranks, std::vector<TensorAccess> tensors) {
+  Einsum e;
+  e.name = std::move(name);
+  e.op = op;
+  e.ranks = std::move(ranks);
+  e.tensors = std::move(tensors);
+  return e;
+}
+TensorAccess rank_access(std::string name, TensorRole role, const std::vector<int>& dims) {
+  TensorAccess t{std::move(name), role, {}, 8};
+  for (int d : dims) t.dims.push_back({{d, 1}});
+  return t;
+}
+
+// Keras names (block<i>_sepconv<j>, block<i>_pool); the 1x1/2 shortcut convs are
+// block<i>_residual and the adds block<i>_add. BatchNorm and the ReLUs fold (not modelled).
+Workload xception(int64_t N) {
+  CnnBuilder b("xception", N);
+  Act x = b.input(3, 299, 299);
+  x = b.conv("block1_conv1", x, 32, 3, 2, 0);  // 149x149
+  x = b.conv("block1_conv2", x, 64, 3, 1, 0);  // 147x147
+  // Entry flow blocks 2-4 and exit block 13: two separable convs, a 3x3/2 max pool, a 1x1/2
+  // shortcut conv. "same" padding of 3x3/2 pads one row in total; pad 1 gives the same sizes
+  // (147 -> 74 -> 37 -> 19 -> 10).
+  auto down = [&](int block, const Act& in, int64_t K1, int64_t K2) {
+    const std::string p = "block" + std::to_string(block);
+    Act h = b.sepconv(p + "_sepconv1", in, K1, 3, 1);
+    h = b.sepconv(p + "_sepconv2", h, K2, 3, 1);
+    h = b.pool(p + "_pool", h, 3, 2, 1);
+    return b.add(p + "_add", h, b.conv(p + "_residual", in, K2, 1, 2, 0));
+  };
+  x = down(2, x, 128, 128);  // 74x74
+  x = down(3, x, 256, 256);  // 37x37
+  x = down(4, x, 728, 728);  // 19x19
+  for (int block = 5; block <= 12; ++block) {  // middle flow, 8 times
+    const std::string p = "block" + std::to_string(block);
+    Act h = x;
+    for (int j = 1; j <= 3; ++j) h = b.sepconv(p + "_sepconv" + std::to_string(j), h, 728, 3, 1);
+    x = b.add(p + "_add", h, x);
+  }
+  x = down(13, x, 728, 1024);  // 10x10
+  x = b.sepconv("block14_sepconv1", x, 1536, 3, 1);
+  x = b.sepconv("block14_sepconv2", x, 2048, 3, 1);
+  x = b.global_pool("avg_pool", x);
+  b.fc("predictions", x, 1000);
+  return b.done();
+}
+
+// The first MobileBERT layer (embedding + one body) at batch 1 over `T` tokens. Hidden states are
+// [token, feature] matrices (a row is a token, so Stream's row tiling cuts tokens); the attention
+// tensors are [batch, head, token, feature] as the ONNX export has them. The word-embedding lookup
+// is the input; NoNorm, the position/type embedding adds and the ReLUs fold (not modelled).
+Workload mobilebert_block(int64_t T) {
+  constexpr int64_t kEmbed = 128, kHidden = 512, kBottleneck = 128, kHeads = 4, kHeadDim = 32, kFfn = 512;
+  Workload w;
+  w.name = "mobilebert_block";
+  auto push = [&](std::string name, OpKind op, std::vector<Rank> ranks, std::vector<TensorAccess> tensors) {
+    w.einsums.push_back(einsum_of(std::move(name), op, std::move(ranks), std::move(tensors)));
+  };
+  const auto T_ = rank_access;
+  const auto In = TensorRole::Input, Wt = TensorRole::Weight, Out = TensorRole::Output;
+  // out[m, n] = in[m, k] * <out>.weight[k, n]
+  auto linear = [&](const std::string& out, const std::string& in, int64_t K, int64_t N) {
+    w.einsums.push_back(make_matmul(out, T, N, K, in, out + ".weight", out));
+  };
+  auto add = [&](const std::string& out, const std::string& a, const std::string& b, int64_t N) {
+    enum { m, n };
+    push(out, OpKind::Elementwise, {{"M", T}, {"N", N}},
+         {T_(a, In, {m, n}), T_(b, In, {m, n}), T_(out, Out, {m, n})});
+  };
+  {  // The 3-convolution: each token's embedding concatenated with its neighbours' (zero at the
+     // ends), 384 -> 512: a kernel-3 conv over the tokens with one row of padding.
+    enum { m, n, r, c };
+    TensorAccess x = T_("input", In, {m, c});
+    x.dims[0].push_back({r, 1});
+    x.offset = {-1, 0};
+    push("embedding", OpKind::Mac, {{"M", T}, {"N", kHidden}, {"R", 3}, {"C", kEmbed}},
+         {std::move(x), T_("embedding.weight", Wt, {r, c, n}), T_("embedding", Out, {m, n})});
+  }
+  linear("bottleneck.input", "embedding", kHidden, kBottleneck);
+  linear("bottleneck.attention", "embedding", kHidden, kBottleneck);
+  // X[b,h,m,e] = in[m,d] * WX[h,e,d]: queries and keys from the shared bottleneck, values from
+  // the 512-wide layer input.
+  for (const char* n : {"query", "key", "value"}) {
+    enum { b, h, m, e, d };
+    const bool value = std::string_view(n) == "value";
+    const std::string name = std::string("attention.") + n;
+    push(name, OpKind::Mac,
+         {{"B", 1}, {"H", kHeads}, {"M", T}, {"E", kHeadDim}, {"D", value ? kHidden : kBottleneck}},
+         {T_(value ? "embedding" : "bottleneck.attention", In, {m, d}), T_(name + ".weight", Wt, {h, e, d}),
+          T_(name, Out, {b, h, m, e})});
+  }
+  {  // scores[b,h,m,p] = query[b,h,m,e] * key[b,h,p,e]   (key in the weight role, as gpt3_6.7b)
+    enum { b, h, m, p, e };
+    push("attention.scores", OpKind::Mac, {{"B", 1}, {"H", kHeads}, {"M", T}, {"P", T}, {"E", kHeadDim}},
+         {T_("attention.query", In, {b, h, m, e}), T_("attention.key", Wt, {b, h, p, e}),
+          T_("attention.scores", Out, {b, h, m, p})});
+  }
+  {
+    enum { b, h, m, p };
+    push("attention.softmax", OpKind::Softmax, {{"B", 1}, {"H", kHeads}, {"M", T}, {"P", T}},
+         {T_("attention.scores", In, {b, h, m, p}), T_("attention.softmax", Out, {b, h, m, p})});
+  }
+  {  // context[b,h,m,f] = softmax[b,h,m,p] * value[b,h,p,f]
+    enum { b, h, m, p, f };
+    push("attention.context", OpKind::Mac, {{"B", 1}, {"H", kHeads}, {"M", T}, {"P", T}, {"F", kHeadDim}},
+         {T_("attention.softmax", In, {b, h, m, p}), T_("attention.value", Wt, {b, h, p, f}),
+          T_("attention.context", Out, {b, h, m, f})});
+  }
+  {  // output[m,n] = context[b,h,m,f] * Wo[h,f,n]
+    enum { b, m, n, h, f };
+    push("attention.output", OpKind::Mac,
+         {{"B", 1}, {"M", T}, {"N", kBottleneck}, {"H", kHeads}, {"F", kHeadDim}},
+         {T_("attention.context", In, {b, h, m, f}), T_("attention.output.weight", Wt, {h, f, n}),
+          T_("attention.output", Out, {m, n})});
+  }
+  add("attention.add", "attention.output", "bottleneck.input", kBottleneck);
+  // Four stacked FFNs 128 -> 512 -> 128, each with its residual add (the fourth is HF's
+  // intermediate/output pair).
+  std::string h = "attention.add";
+  for (int i = 0; i < 4; ++i) {
+    const std::string p = "ffn." + std::to_string(i);
+    linear(p + ".intermediate", h, kBottleneck, kFfn);
+    linear(p + ".output", p + ".intermediate", kFfn, kBottleneck);
+    add(p + ".add", p + ".output", h, kBottleneck);
+    h = p + ".add";
+  }
+  linear("output.bottleneck", h, kBottleneck, kHidden);  // back to 512
+  add("output.add", "output.bottleneck", "embedding", kHidden);
+  finalize(w);
+  return w;
+}
+
 // One GPT-3 6.7B decoder layer as in AccelForge's gpt3_6.7B.yaml (rank and tensor names kept).
 Workload gpt3_6_7b(int64_t B, int64_t T) {
   const int64_t H = 32, E = 128, D = 4096, C = 16384, G = 4096;
@@ -210,18 +361,9 @@ Workload gpt3_6_7b(int64_t B, int64_t T) {
   w.name = "gpt3_6.7b";
   auto einsum = [&](std::string name, OpKind op, std::vector<Rank> ranks,
                     std::vector<TensorAccess> tensors) {
-    Einsum e;
-    e.name = std::move(name);
-    e.op = op;
-    e.ranks = std::move(ranks);
-    e.tensors = std::move(tensors);
-    w.einsums.push_back(std::move(e));
+    w.einsums.push_back(einsum_of(std::move(name), op, std::move(ranks), std::move(tensors)));
   };
-  auto T_ = [](std::string n, TensorRole r, std::vector<int> dims) {
-    TensorAccess t{std::move(n), r, {}, 8};
-    for (int d : dims) t.dims.push_back({{d, 1}});
-    return t;
-  };
+  const auto T_ = rank_access;
   const auto In = TensorRole::Input, Wt = TensorRole::Weight, Out = TensorRole::Output;
   {  // I[b,m,d] = I_in[b,m,d]
     enum { b, m, d };
@@ -285,8 +427,8 @@ Workload matmul_chain(int n) {
 }  // namespace
 
 std::vector<std::string> zoo_names() {
-  return {"resnet18", "resnet50", "vgg16", "vgg19", "mobilenet_v1", "mobilenet_v2", "gpt3_6.7b",
-          "matmul_chain_<n>"};
+  return {"resnet18", "resnet50", "vgg16", "vgg19", "mobilenet_v1", "mobilenet_v2", "xception",
+          "mobilebert_block", "gpt3_6.7b", "matmul_chain_<n>"};
 }
 
 Workload zoo_workload(std::string_view name, const ZooParams& p) {
@@ -306,6 +448,12 @@ Workload zoo_workload(std::string_view name, const ZooParams& p) {
                N);
   if (name == "mobilenet_v1") return mobilenet_v1(N);
   if (name == "mobilenet_v2") return mobilenet_v2(N);
+  if (name == "xception") return xception(N);
+  if (name == "mobilebert_block") {
+    if (p.batch != 1)
+      throw InputError({}, "batch", "mobilebert_block is one sequence (batch 1); got batch " + std::to_string(p.batch));
+    return mobilebert_block(kMobileBertTokens);
+  }
   if (name == "gpt3_6.7b") return gpt3_6_7b(p.batch, p.tokens);
   constexpr std::string_view chain = "matmul_chain_";
   if (name.substr(0, chain.size()) == chain) {

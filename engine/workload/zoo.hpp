@@ -14,8 +14,9 @@ struct ZooParams {
   int64_t tokens = 8192;  // gpt3_6.7b sequence length (M = P)
 };
 
-// resnet18, resnet50, vgg16, vgg19, mobilenet_v1, mobilenet_v2 (224x224 input), gpt3_6.7b (one
-// decoder layer, 10 Einsums), matmul_chain_<n> (n >= 1). Throws InputError for an unknown name
+// resnet18, resnet50, vgg16, vgg19, mobilenet_v1, mobilenet_v2 (224x224 input), xception (299x299),
+// mobilebert_block (embedding + the first body, 128 tokens, batch 1 only), gpt3_6.7b (one decoder
+// layer, 10 Einsums), matmul_chain_<n> (n >= 1). Throws InputError for an unknown name
 // (with a suggestion) or a non-positive parameter. The result has been finalize()d.
 Workload zoo_workload(std::string_view name, const ZooParams& p = {});
 

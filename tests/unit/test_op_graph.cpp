@@ -10,6 +10,7 @@
 #include "engine/common/error.hpp"
 #include "engine/workload/onnx_import.hpp"
 #include "engine/workload/op_graph.hpp"
+#include "engine/workload/zoo.hpp"
 #include "test_support.hpp"
 
 using namespace mapfuse;
@@ -219,4 +220,45 @@ TEST_CASE("op_graph: other torchvision operators (Split, channel shuffle, Pad, S
   CHECK(g.nodes[15].is_output);
   CHECK(g.total_weight_elems() == 1152 + 32 + 8);
   CHECK(g.edges.size() == 16);  // a chain of 15 plus Split -> Concat
+}
+
+TEST_CASE("op_graph: the zoo's Xception as GET's operator graph (one node per Einsum)") {
+  const OpGraph g = op_graph_from_workload(zoo_workload("xception"));
+  REQUIRE(g.size() == 92);
+  std::map<OpClass, int> n;
+  for (const OpNode& v : g.nodes) ++n[v.cls];
+  CHECK(n[OpClass::Conv] == 40);           // 2 stem + 4 shortcut + 34 pointwise
+  CHECK(n[OpClass::DepthwiseConv] == 34);  // one per separable conv
+  CHECK(n[OpClass::Pool] == 4);
+  CHECK(n[OpClass::GlobalPool] == 1);
+  CHECK(n[OpClass::Binary] == 12);
+  CHECK(n[OpClass::Gemm] == 1);
+  // Every node but the first reads its predecessor's output; the 12 adds read a second one.
+  CHECK(g.edges.size() == 91 + 12);
+  REQUIRE(g.network_inputs.size() == 1);
+  CHECK(g.network_inputs[0] == Shape3{3, 299, 299});
+  const OpNode& c1 = g.nodes[g.node_index("block1_conv1")];
+  CHECK(c1.out == Shape3{32, 149, 149});
+  CHECK((c1.kh == 3 && c1.sh == 2 && c1.pad_top == 0 && c1.pad_bottom == 0));
+  CHECK(c1.weight_elems == 32 * 3 * 3 * 3);
+  // "same" 3x3/2 pool of 147 rows: one padding row above (the zoo's place) and one below.
+  const OpNode& pool = g.nodes[g.node_index("block2_pool")];
+  CHECK(pool.out == Shape3{128, 74, 74});
+  CHECK((pool.kh == 3 && pool.sh == 2 && pool.pad_top == 1 && pool.pad_bottom == 1));
+  const OpNode& dw = g.nodes[g.node_index("block14_sepconv1.dw")];
+  CHECK((dw.depthwise && dw.groups == 1024 && dw.weight_elems == 1024 * 9));
+  const OpNode& add = g.nodes[g.node_index("block2_add")];
+  REQUIRE(add.inputs.size() == 2);
+  CHECK(add.inputs[0].producer == g.node_index("block2_pool"));
+  CHECK(add.inputs[1].producer == g.node_index("block2_residual"));
+  const OpNode& fc = g.nodes[g.node_index("predictions")];
+  CHECK((fc.out == Shape3{1000, 1, 1} && fc.weight_elems == 2048 * 1000 && fc.is_output));
+  CHECK(!add.is_output);
+  // A transformer is not a CNN graph: the first non-[N,C,H,W] tensor is named.
+  try {
+    op_graph_from_workload(zoo_workload("mobilebert_block"));
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("'embedding'") != std::string::npos);
+  }
 }

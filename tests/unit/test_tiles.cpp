@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include "engine/common/error.hpp"
 #include "engine/workload/onnx_import.hpp"
 #include "engine/workload/tile_graph.hpp"
+#include "engine/workload/zoo.hpp"
 #include "test_support.hpp"
 #include "tile_workloads.hpp"
 
@@ -368,6 +370,18 @@ Workload stream_workload(const std::string& onnx) {
   return import_onnx(test::shared_data(onnx), oo);
 }
 
+// Stream's ResNet-18 fused run (derived/coala/README.md): its tiling, stacks [(0..10), (11..21)]
+// and the rest layer by layer.
+TilingOptions resnet18_fused_tiling(const Workload& w) {
+  TilingOptions opt;
+  opt.layers = stream_tiling(w, 4);
+  std::vector<int> a(11), b(11);
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 11);
+  opt.stacks = layer_stacks_manual(w, {a, b});
+  return opt;
+}
+
 StreamRun stream_run(const std::string& onnx, const std::string& dir, bool fused_all) {
   StreamRun r;
   r.w = stream_workload(onnx);
@@ -498,12 +512,7 @@ TEST_CASE("tiles: Stream's ResNet-18 fused setting gives its 3866 CNs") {
   // layer; its edges are not shipped, its CN count is.
   Workload w = stream_workload("stream/classic_cb9dfc52/examples/workload/resnet18.onnx");
   REQUIRE(w.einsums.size() == 48);  // Stream's 49 layers less the Flatten (layer 47)
-  TilingOptions opt;
-  opt.layers = stream_tiling(w, 4);
-  std::vector<int> a, b;
-  for (int i = 0; i <= 10; ++i) a.push_back(i);
-  for (int i = 11; i <= 21; ++i) b.push_back(i);
-  opt.stacks = layer_stacks_manual(w, {a, b});
+  TilingOptions opt = resnet18_fused_tiling(w);
   REQUIRE(opt.stacks.size() == 2 + 26);
   TileGraph g = build_tile_graph(w, opt);
   CHECK(g.tiles.tiles.size() == 3866);
@@ -513,4 +522,86 @@ TEST_CASE("tiles: Stream's ResNet-18 fused setting gives its 3866 CNs") {
   for (const Tile& t : g.tiles.tiles) pr.push_back(t.priority);
   std::sort(pr.begin(), pr.end());
   for (size_t i = 0; i < pr.size(); ++i) CHECK(pr[i] == static_cast<int64_t>(i));
+}
+
+namespace {
+
+// FNV-1a over the CSR rows and every edge field, in order: a fingerprint of the whole edge list.
+uint64_t graph_fingerprint(const TileGraph& g) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  for (int f : g.first_pred) mix(f);
+  for (const TileEdge& e : g.edges) {
+    mix(e.producer);
+    mix(e.tensor);
+    mix(e.bits);
+  }
+  return h;
+}
+
+bool same_edges(const TileGraph& a, const TileGraph& b) {
+  if (a.first_pred != b.first_pred || a.edges.size() != b.edges.size()) return false;
+  for (size_t i = 0; i < a.edges.size(); ++i)
+    if (a.edges[i].producer != b.edges[i].producer || a.edges[i].tensor != b.edges[i].tensor ||
+        a.edges[i].bits != b.edges[i].bits)
+      return false;
+  return true;
+}
+
+// Every layer in one fused stack, cut into `h` x `wd`-pixel CTs (bench_tiles' Fsrcnn1M at 2x2).
+TilingOptions fused_pixels(const Workload& w, int64_t h, int64_t wd) {
+  TilingOptions opt;
+  opt.layers = pixel_tiling(w, h, wd);
+  opt.stacks = {std::vector<int>(w.einsums.size())};
+  std::iota(opt.stacks[0].begin(), opt.stacks[0].end(), 0);
+  return opt;
+}
+
+}  // namespace
+
+TEST_CASE("tiles: real networks' R-tree graphs equal the pairwise search and the builder before the CSR rewrite") {
+  // Fingerprints and edge counts of the builder as of 95469be (before the two-pass CSR build):
+  // the rewrite must give the same edge list, in the same order.
+  struct Case {
+    const char* what;
+    Workload w;
+    TilingOptions opt;
+    bool pairwise;  // small enough for the all-pairs reference
+    size_t tiles, edges;
+    uint64_t fingerprint;
+  };
+  std::vector<Case> cases;
+  {
+    Workload w = stream_workload("stream/classic_cb9dfc52/examples/workload/resnet18.onnx");
+    TilingOptions opt = resnet18_fused_tiling(w);
+    cases.push_back({"resnet18 fused (Stream)", std::move(w), std::move(opt), true, 3866, 25216, 10760296768506514376ull});
+  }
+  {
+    Workload w = stream_workload("stream/classic_cb9dfc52/examples/workload/fsrcnn.onnx");
+    TilingOptions coarse = fused_pixels(w, 16, 32), fine = fused_pixels(w, 4, 4);
+    cases.push_back({"fsrcnn 16x32-pixel CTs", w, std::move(coarse), true, 8160, 54192, 3319572382470725604ull});
+    cases.push_back({"fsrcnn 4x4-pixel CTs", std::move(w), std::move(fine), false, 259200, 1770762,
+                     1884038097592857929ull});
+  }
+  {  // Newer than the fingerprints: the pairwise search only. Every layer in one fused stack.
+    Workload w = zoo_workload("xception", {});
+    TilingOptions opt;
+    opt.layers = stream_tiling(w, 4);
+    opt.stacks = {std::vector<int>(w.einsums.size())};
+    std::iota(opt.stacks[0].begin(), opt.stacks[0].end(), 0);
+    cases.push_back({"xception fused (zoo)", std::move(w), std::move(opt), true, 0, 0, 0});
+  }
+  for (Case& c : cases) {
+    INFO(std::string(c.what));
+    const TileGraph g = build_tile_graph(c.w, c.opt);
+    CHECK(g.edges.size() > g.tiles.tiles.size());
+    if (c.fingerprint) {
+      CHECK(g.tiles.tiles.size() == c.tiles);
+      CHECK(g.edges.size() == c.edges);
+      CHECK(graph_fingerprint(g) == c.fingerprint);
+    }
+    if (c.pairwise) CHECK(same_edges(g, connect_tiles(c.w, g.tiles, EdgeSearch::Pairwise)));
+  }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/common/error.hpp"
+#include "engine/workload/tiles.hpp"
 #include "engine/workload/zoo.hpp"
 
 using namespace mapfuse;
@@ -129,6 +130,90 @@ TEST_CASE("workload zoo mobilenet_v1 and mobilenet_v2: 0.569 and 0.301 GMACs") {
   CHECK(count_op(w2, OpKind::Elementwise) == adds);
   CHECK(adds == 10);
   CHECK(count_op(w2, OpKind::Mac) == 53);  // 52 convs + classifier
+}
+
+TEST_CASE("workload zoo xception: Chollet's Fig. 5 at 299x299, 8.357 G MACs") {
+  // Separable conv = depthwise 3x3 + pointwise 1x1 at output size H.
+  auto sep = [](int64_t H, int64_t C, int64_t K) { return H * H * C * 9 + H * H * C * K; };
+  const int64_t entry = conv(149, 3, 32, 3) + conv(147, 32, 64, 3) +                    // stem (valid)
+                        sep(147, 64, 128) + sep(147, 128, 128) + conv(74, 64, 128, 1) +   // block 2
+                        sep(74, 128, 256) + sep(74, 256, 256) + conv(37, 128, 256, 1) +   // block 3
+                        sep(37, 256, 728) + sep(37, 728, 728) + conv(19, 256, 728, 1);    // block 4
+  const int64_t middle = 8 * 3 * sep(19, 728, 728);
+  const int64_t exit = sep(19, 728, 728) + sep(19, 728, 1024) + conv(10, 728, 1024, 1) +  // block 13
+                       sep(10, 1024, 1536) + sep(10, 1536, 2048) + 2048 * 1000;          // block 14, fc
+  CHECK(entry == 2692927032);
+  CHECK(middle == 4648547904);
+  CHECK(entry + middle + exit == 8357403496);  // the paper's "8.4 G" multiply-adds
+  Workload w = zoo_workload("xception", {});
+  CHECK(macs(w) == entry + middle + exit);
+  CHECK(w.einsums.size() == 92);
+  CHECK(count_op(w, OpKind::Mac) == 75);          // 2 stem + 4 residual + 34 separable x 2 + fc
+  CHECK(count_op(w, OpKind::Elementwise) == 12);  // 4 shortcut adds + 8 middle-flow adds
+  CHECK(count_op(w, OpKind::Pool) == 5);          // 4 max pools + global average pool
+  auto size = [&](std::string_view n, std::string_view r) {
+    const Einsum& e = einsum(w, n);
+    return e.ranks[e.rank_index(r)].size;
+  };
+  CHECK(size("block1_conv1", "P") == 149);
+  CHECK(size("block2_sepconv1.dw", "P") == 147);
+  CHECK(size("block2_sepconv1.dw", "C") == 64);
+  CHECK(size("block2_sepconv1.pw", "K") == 128);
+  CHECK(size("block2_pool", "P") == 74);
+  CHECK(size("block3_pool", "P") == 37);
+  CHECK(size("block4_pool", "P") == 19);
+  CHECK(size("block13_pool", "P") == 10);
+  CHECK(size("block13_sepconv2.pw", "K") == 1024);
+  CHECK(size("block14_sepconv2.pw", "C") == 1536);
+  CHECK(size("block14_sepconv2.pw", "K") == 2048);
+  CHECK(size("avg_pool", "R") == 10);
+  // The shortcut joins the strided 1x1 conv of the block's input with the pooled main path; the
+  // middle-flow add reads the previous block's add.
+  const Einsum& a2 = einsum(w, "block2_add");
+  CHECK(a2.tensors[0].name == "block2_pool");
+  CHECK(a2.tensors[1].name == "block2_residual");
+  CHECK(einsum(w, "block2_residual").tensors[1].name == "block1_conv2");
+  CHECK(einsum(w, "block5_add").tensors[1].name == "block4_add");
+  CHECK(w.tensors[w.tensor_index("block4_add")].consumers.size() == 2);
+  CHECK(w.tensors[w.tensor_index("block12_add")].consumers.size() == 2);  // block13 sepconv + residual
+  // "same" 3x3/2 pooling: output row 73 of block2_pool reads rows 145..147, the last one padding.
+  const Einsum& pool = einsum(w, "block2_pool");
+  CHECK(pool.tensors[0].offset == std::vector<int64_t>{0, 0, -1, -1});
+}
+
+TEST_CASE("workload zoo mobilebert_block: Table 1's embedding + first body at 128 tokens, 136.3 M MACs") {
+  const int64_t T = 128;
+  const int64_t embedding = T * 3 * 128 * 512;                 // 3-convolution 384 -> 512
+  const int64_t bottlenecks = 2 * T * 512 * 128;               // layer input and shared Q/K input
+  const int64_t qkv = 2 * T * 128 * 128 + T * 512 * 128;       // Q, K from 128; V from 512
+  const int64_t attention = 2 * 4 * T * T * 32;                // scores and context, 4 heads of 32
+  const int64_t out = T * 128 * 128;                           // attention output 128 -> 128
+  const int64_t ffn = 4 * 2 * T * 128 * 512;                   // 4 stacked FFNs 128 -> 512 -> 128
+  const int64_t up = T * 128 * 512;                            // output bottleneck 128 -> 512
+  const int64_t total = embedding + bottlenecks + qkv + attention + out + ffn + up;
+  CHECK(total == 136314880);
+  Workload w = zoo_workload("mobilebert_block", {});
+  CHECK(macs(w) == total);
+  CHECK(w.einsums.size() == 25);
+  CHECK(count_op(w, OpKind::Mac) == 18);
+  CHECK(count_op(w, OpKind::Elementwise) == 6);  // attention add, 4 FFN adds, output add
+  CHECK(count_op(w, OpKind::Softmax) == 1);
+  CHECK(einsum(w, "attention.value").tensors[0].name == "embedding");
+  CHECK(einsum(w, "attention.value").ranks[4].size == 512);
+  CHECK(einsum(w, "attention.key").tensors[0].name == "bottleneck.attention");
+  CHECK(einsum(w, "attention.scores").tensors[1].role == TensorRole::Weight);  // key, as gpt3_6.7b
+  CHECK(w.tensors[w.tensor_index("embedding")].consumers.size() == 4);       // 2 bottlenecks, V, output add
+  CHECK(einsum(w, "attention.add").tensors[1].name == "bottleneck.input");
+  CHECK(einsum(w, "output.add").tensors[1].name == "embedding");
+  CHECK(einsum(w, "ffn.3.intermediate").tensors[0].name == "ffn.2.add");
+  // The 3-convolution reads tokens m-1..m+1: 130 rows with the padding.
+  const Einsum& emb = einsum(w, "embedding");
+  int64_t ext[kMaxRanks];
+  for (size_t r = 0; r < emb.ranks.size(); ++r) ext[r] = emb.ranks[r].size;
+  CHECK(Einsum::dim_extent(emb.tensors[0].dims[0], ext) == 130);
+  // Stream's row tiling cuts every layer by tokens (M), so fused stacks go token by token.
+  for (const Einsum& e : w.einsums) CHECK_MESSAGE(row_rank(e) == e.rank_index("M"), e.name);
+  CHECK_THROWS_AS(zoo_workload("mobilebert_block", {2, 1}), InputError);
 }
 
 TEST_CASE("workload zoo gpt3_6.7b: 10 Einsums named and shaped as in AccelForge") {
