@@ -39,6 +39,20 @@ std::vector<gnn::GraphSample> samples_of(const gnn::Dataset& d, const std::vecto
   return out;
 }
 
+// A small classifier trained for one epoch on SqueezeNet 1.0's groups: fast, not accurate.
+gnn::Classifier tiny_classifier(FusionScheme scheme, int64_t groups, int hidden, uint64_t seed = 1) {
+  const OpGraph& g = network("squeezenet1_0");
+  gnn::DatasetSpec spec;
+  spec.scheme = scheme;
+  spec.groups_per_network = groups;
+  const std::vector<gnn::GraphSample> all = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
+  gnn::TrainOptions opt;
+  opt.epochs = 1;
+  opt.shape.hidden = hidden;
+  opt.seed = seed;
+  return gnn::train_classifier(scheme, all, {}, opt);
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream b;
@@ -134,15 +148,8 @@ TEST_CASE("get.gnn: training is deterministic for a seed") {
 }
 
 TEST_CASE("get.gnn: bad model files are InputErrors naming the file") {
-  const OpGraph& g = network("squeezenet1_0");
-  gnn::DatasetSpec spec;
-  spec.groups_per_network = 10;
-  const std::vector<gnn::GraphSample> all = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
-  gnn::TrainOptions opt;
-  opt.epochs = 1;
-  opt.shape.hidden = 8;
   const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_gnn_bad.gnn").string();
-  gnn::train_classifier(FusionScheme::Brr, all, {}, opt).save(path);
+  tiny_classifier(FusionScheme::Brr, 10, 8).save(path);
   const std::string good = slurp(path);
   auto expect = [&](const std::string& bytes, FusionScheme scheme, const std::string& what) {
     CAPTURE(what);
@@ -328,15 +335,8 @@ TEST_CASE("get.gnn: Algorithm 1 with PGExplainer or RG-Explainer yields only val
 }
 
 TEST_CASE("get.gnn: PGExplainer and RG-Explainer training is deterministic for a seed") {
-  const OpGraph& g = network("squeezenet1_0");
-  const gnn::FeatureTable table(g, FusionScheme::Lbdf);
-  gnn::DatasetSpec spec;
-  spec.groups_per_network = 20;
-  const std::vector<gnn::GraphSample> all = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
-  gnn::TrainOptions copt;
-  copt.epochs = 1;
-  copt.shape.hidden = 16;
-  auto classifier = std::make_shared<const gnn::Classifier>(gnn::train_classifier(FusionScheme::Lbdf, all, {}, copt));
+  const gnn::FeatureTable table(network("squeezenet1_0"), FusionScheme::Lbdf);
+  auto classifier = std::make_shared<const gnn::Classifier>(tiny_classifier(FusionScheme::Lbdf, 20, 16));
   const std::vector<gnn::GroupAtBuffer> invalid = invalid_groups(table, 20);
   REQUIRE(invalid.size() >= 10);
   gnn::PgTrainOptions po;
@@ -370,18 +370,9 @@ TEST_CASE("get.gnn: PGExplainer and RG-Explainer training is deterministic for a
 }
 
 TEST_CASE("get.gnn: bad PGExplainer and RG-Explainer files are InputErrors naming the file") {
-  const OpGraph& g = network("squeezenet1_0");
-  const gnn::FeatureTable table(g, FusionScheme::Brr);
-  gnn::DatasetSpec spec;
-  spec.scheme = FusionScheme::Brr;
-  spec.groups_per_network = 10;
-  const std::vector<gnn::GraphSample> all = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
-  gnn::TrainOptions copt;
-  copt.epochs = 1;
-  copt.shape.hidden = 8;
-  auto classifier = std::make_shared<const gnn::Classifier>(gnn::train_classifier(FusionScheme::Brr, all, {}, copt));
-  copt.seed = 2;
-  const gnn::Classifier other = gnn::train_classifier(FusionScheme::Brr, all, {}, copt);
+  const gnn::FeatureTable table(network("squeezenet1_0"), FusionScheme::Brr);
+  auto classifier = std::make_shared<const gnn::Classifier>(tiny_classifier(FusionScheme::Brr, 10, 8));
+  const gnn::Classifier other = tiny_classifier(FusionScheme::Brr, 10, 8, 2);
   gnn::PgTrainOptions po;
   po.epochs = 1;
   const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_pg_bad.gnn").string();

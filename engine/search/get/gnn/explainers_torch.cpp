@@ -199,6 +199,15 @@ ExplainerModel fresh_model(ModelKind kind, const Classifier& c) {
   return e;
 }
 
+// Freezes the trained weights and hands out the report.
+ExplainerModel finish_training(ExplainerModel e, ExplainerTrainReport r, std::chrono::steady_clock::time_point t0,
+                               ExplainerTrainReport* report) {
+  for (auto& p : e.impl().params) p = p.detach();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report) *report = std::move(r);
+  return e;
+}
+
 void check_pair(const Classifier& c, const ExplainerModel& e, const FeatureTable& features) {
   if (c.scheme() != features.scheme() || e.scheme() != c.scheme())
     throw InputError({}, model_option(e.kind()),
@@ -306,10 +315,7 @@ ExplainerModel train_pg_explainer(std::shared_ptr<const Classifier> classifier, 
     }
     r.epoch_loss.push_back(total / static_cast<double>(samples.size()));
   }
-  for (auto& p : m.params) p = p.detach();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (report) *report = std::move(r);
-  return e;
+  return finish_training(std::move(e), std::move(r), t0, report);
 }
 
 std::unique_ptr<Explainer> make_pg_explainer(std::shared_ptr<const Classifier> classifier,
@@ -610,10 +616,7 @@ ExplainerModel train_rg_explainer(std::shared_ptr<const Classifier> classifier, 
     }
     r.epoch_loss.push_back(total / static_cast<double>(graphs.size()));
   }
-  for (auto& p : m.params) p = p.detach();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (report) *report = std::move(r);
-  return e;
+  return finish_training(std::move(e), std::move(r), t0, report);
 }
 
 std::unique_ptr<Explainer> make_rg_explainer(std::shared_ptr<const Classifier> classifier,
