@@ -301,6 +301,14 @@ TEST_CASE("get.gnn: PGExplainer and RG-Explainer rank edges inside the invalid g
         for (int32_t id : np.problem.dag.out(v)) induced += touched.count(np.problem.dag.edges[id].to) > 0;
       CHECK(induced == static_cast<int>(e.edges.size()));
       CHECK(set.size() <= 20);
+      // Ranked by when their later end joined the connected set: every prefix of the list is connected.
+      std::set<int32_t> reached = {np.problem.dag.edges[e.edges[0]].from, np.problem.dag.edges[e.edges[0]].to};
+      for (size_t k = 1; k < e.edges.size(); ++k) {
+        const Edge& edge = np.problem.dag.edges[e.edges[k]];
+        CHECK((reached.count(edge.from) + reached.count(edge.to)) > 0);
+        reached.insert(edge.from);
+        reached.insert(edge.to);
+      }
     }
     CHECK(explainer->explain(group, ev, ws).edges == e.edges);
   }
