@@ -1,7 +1,10 @@
 // `mapfuse get-train`: GET-fusion's classifier data and training (docs/get.md, "GNN classifier"):
 // random groups of the training networks labelled by F_β at 128 … 2048 KB, written as CSV, then
 // the GNN trained on them and saved as a model file (presets/get/gnn_<scheme>.gnn ships with mapfuse).
+// `mapfuse get-train-explainer`: PGExplainer or RG-Explainer trained against that classifier on the
+// invalid groups of the same data's training split (presets/get/{pg,rg}_<scheme>.gnn).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <iostream>
@@ -12,9 +15,28 @@
 #include "cli/study_units.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/get/gnn/dataset.hpp"
+#include "engine/search/get/gnn/explainers.hpp"
 #include "engine/search/get/gnn/gnn.hpp"
 
 namespace mapfuse::cli {
+
+namespace {
+
+// The training networks' operator graphs, named by their stems.
+std::vector<OpGraph> load_training_graphs(const std::vector<std::string>& networks, const std::string& onnx_dir) {
+  namespace fs = std::filesystem;
+  std::vector<OpGraph> graphs;
+  for (const std::string& n : networks) {
+    const std::string path =
+        onnx_dir.empty() ? resolve_get_network(n, "--networks") : (fs::path(onnx_dir) / (n + ".onnx")).string();
+    if (!fs::is_regular_file(path)) throw InputError({path, 0, 0}, "--networks", "no such ONNX file");
+    graphs.push_back(load_op_graph(path));
+    graphs.back().name = n;
+  }
+  return graphs;
+}
+
+}  // namespace
 
 Command add_get_train_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("get-train",
@@ -48,14 +70,7 @@ Command add_get_train_command(CLI::App& app) {
             if (o->train.shape.layers < 1 || o->train.shape.hidden < 1)
               throw InputError({}, "--layers", "layers and hidden width must be at least 1");
             if (o->networks.empty()) o->networks = get::gnn::training_networks(o->data.scheme);
-            std::vector<OpGraph> graphs;
-            for (const std::string& n : o->networks) {
-              const std::string path = o->onnx_dir.empty() ? resolve_get_network(n, "--networks")
-                                                           : (fs::path(o->onnx_dir) / (n + ".onnx")).string();
-              if (!fs::is_regular_file(path)) throw InputError({path, 0, 0}, "--networks", "no such ONNX file");
-              graphs.push_back(load_op_graph(path));
-              graphs.back().name = n;
-            }
+            const std::vector<OpGraph> graphs = load_training_graphs(o->networks, o->onnx_dir);
             std::vector<const OpGraph*> gp;
             for (const OpGraph& g : graphs) gp.push_back(&g);
             const get::gnn::Dataset d = get::gnn::make_dataset(gp, o->data);
@@ -113,6 +128,100 @@ Command add_get_train_command(CLI::App& app) {
                          name, m.accuracy, m.f1, m.precision, m.recall);
             fmt::print("  trained {} epochs in {:.1f} s (final loss {:.4f})\n  wrote {}\n  wrote {}\n",
                        rep.epoch_loss.size(), rep.seconds, rep.epoch_loss.back(), csv, model);
+            return 0;
+          }};
+}
+
+Command add_get_train_explainer_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "get-train-explainer",
+      "GET-fusion: train PGExplainer or RG-Explainer against the GNN classifier on the invalid groups of "
+      "get-train's training split (writes <out>/<pg|rg>_<scheme>.gnn)");
+  struct Options {
+    std::string scheme = "lbdf", explainer = "pg", out, onnx_dir, gnn_model;
+    std::vector<std::string> networks;
+    get::gnn::DatasetSpec data;
+    int64_t max_groups = 0;
+    int epochs = 0;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--explainer", o->explainer, "pg (PGExplainer) or rg (RG-Explainer)")->capture_default_str();
+  cmd->add_option("--scheme", o->scheme, "lbdf or brr")->capture_default_str();
+  cmd->add_option("--out", o->out, "output directory (presets/get to rebuild the shipped models)")->required();
+  cmd->add_option("--gnn-model", o->gnn_model, "the classifier to explain (default: the one built in for the scheme)");
+  cmd->add_option("--onnx-dir", o->onnx_dir, "directory of <network>.onnx (default: $MAPFUSE_SHARED_DATA/get/onnx)");
+  cmd->add_option("--networks", o->networks, "training networks (default: the scheme's, docs/get.md)")->delimiter(',');
+  cmd->add_option("--groups", o->data.groups_per_network,
+                  "distinct groups drawn per network, as get-train (0: LBDF 400, BRR 700)")
+      ->capture_default_str();
+  cmd->add_option("--max-groups", o->max_groups,
+                  "invalid training groups used, an evenly spaced subset (0: PG 2000, RG 600)")
+      ->capture_default_str();
+  cmd->add_option("--epochs", o->epochs, "training epochs (0: PG 25, RG 10, as [P])")->capture_default_str();
+  cmd->add_option("--seed", o->data.seed, "seed of the sampling and the training")->capture_default_str();
+  cmd->add_flag("--json", o->json, "print the figures as JSON");
+  return {cmd, [o]() {
+            namespace fs = std::filesystem;
+            o->data.scheme = fusion_scheme_from_string(o->scheme);
+            if (o->explainer != "pg" && o->explainer != "rg")
+              throw InputError({}, "--explainer",
+                               "unknown explainer '" + o->explainer + "'; expected pg or rg" +
+                                   did_you_mean(o->explainer, {"pg", "rg"}));
+            const bool pg = o->explainer == "pg";
+            if (o->max_groups < 0 || o->epochs < 0)
+              throw InputError({}, "--max-groups", "--max-groups and --epochs must be at least 0 (0: the default)");
+            if (o->networks.empty()) o->networks = get::gnn::training_networks(o->data.scheme);
+            const std::vector<OpGraph> graphs = load_training_graphs(o->networks, o->onnx_dir);
+            std::vector<const OpGraph*> gp;
+            for (const OpGraph& g : graphs) gp.push_back(&g);
+            auto classifier = std::make_shared<const get::gnn::Classifier>(
+                o->gnn_model.empty() ? get::gnn::Classifier::shipped(o->data.scheme)
+                                     : get::gnn::Classifier::load(o->gnn_model, o->data.scheme));
+            const get::gnn::Dataset d = get::gnn::make_dataset(gp, o->data);
+            std::vector<get::gnn::FeatureTable> tables;
+            for (const OpGraph& g : graphs) tables.emplace_back(g, o->data.scheme, o->data.model);
+            std::vector<get::gnn::GroupAtBuffer> invalid;
+            for (const get::gnn::LabelledGroup& s : d.samples)
+              if (s.split == 0 && !s.valid)
+                invalid.push_back({&tables[s.network], s.nodes, s.buffer_kb * static_cast<double>(o->data.model.kb)});
+            const int64_t all = static_cast<int64_t>(invalid.size());
+            const int64_t keep = o->max_groups ? o->max_groups : pg ? 2000 : 600;
+            if (keep < all) {  // evenly spaced, so every network and buffer size stays represented
+              std::vector<get::gnn::GroupAtBuffer> subset;
+              for (int64_t k = 0; k < keep; ++k) subset.push_back(invalid[static_cast<size_t>(k * all / keep)]);
+              invalid = std::move(subset);
+            }
+            get::gnn::ExplainerTrainReport rep;
+            get::gnn::ExplainerModel model;
+            if (pg) {
+              get::gnn::PgTrainOptions opt;
+              opt.seed = o->data.seed;
+              if (o->epochs) opt.epochs = o->epochs;
+              model = get::gnn::train_pg_explainer(classifier, invalid, opt, &rep);
+            } else {
+              get::gnn::RgTrainOptions opt;
+              opt.seed = o->data.seed;
+              if (o->epochs) opt.epochs = o->epochs;
+              model = get::gnn::train_rg_explainer(classifier, invalid, opt, &rep);
+            }
+            std::error_code ec;
+            fs::create_directories(o->out, ec);
+            const std::string path =
+                (fs::path(o->out) / (o->explainer + "_" + std::string(to_string(o->data.scheme)) + ".gnn")).string();
+            model.save(path);
+            if (o->json) {
+              nlohmann::json j{{"explainer", o->explainer},       {"scheme", to_string(o->data.scheme)},
+                               {"model", path},                   {"invalid_groups", all},
+                               {"trained_groups", rep.groups},    {"epoch_loss", rep.epoch_loss},
+                               {"train_seconds", rep.seconds},    {"classifier", classifier->fingerprint()}};
+              std::cout << j.dump(2) << "\n";
+              return 0;
+            }
+            fmt::print("get-train-explainer {} {}: {} of {} invalid training groups, {} epochs in {:.1f} s\n",
+                       o->explainer, to_string(o->data.scheme), rep.groups, all, rep.epoch_loss.size(), rep.seconds);
+            fmt::print("  epoch {}: {}\n", pg ? "loss" : "mean reward", fmt::join(rep.epoch_loss, " "));
+            fmt::print("  wrote {}\n", path);
             return 0;
           }};
 }

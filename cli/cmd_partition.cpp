@@ -31,7 +31,7 @@ Command add_partition_command(CLI::App& app) {
     int64_t kb_bytes = 1024;
     double occlusion_fraction = 0.2, time_limit = 60;
     bool json = false, assume_monotone = false;
-    std::string price_on, gnn_model;
+    std::string price_on, gnn_model, pg_model, rg_model;
     int64_t fadiff_evaluations = 3000;
     double fadiff_time = 600;
   };
@@ -45,10 +45,15 @@ Command add_partition_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--split", o->split,
                   "repair of invalid groups: random (baseline) or Algorithm 1 with the cut, occlusion or dp explainer, "
-                  "or gnne (GNNExplainer on the trained GNN classifier)")
+                  "or gnne, pg, rg (GNNExplainer, PGExplainer, RG-Explainer on the trained GNN classifier)")
       ->capture_default_str();
   cmd->add_option("--gnn-model", o->gnn_model,
-                  "--split gnne: a GNN model file (mapfuse get-train); default: the one built in for the scheme");
+                  "--split gnne|pg|rg: a GNN classifier model file (mapfuse get-train); default: the one built in "
+                  "for the scheme");
+  cmd->add_option("--pg-model", o->pg_model,
+                  "--split pg: a PGExplainer model file (mapfuse get-train-explainer); default: the one built in");
+  cmd->add_option("--rg-model", o->rg_model,
+                  "--split rg: an RG-Explainer model file (mapfuse get-train-explainer); default: the one built in");
   cmd->add_option("--budget", o->budget, "partition plans generated (every one counts)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "random seed")->capture_default_str();
   cmd->add_option("--population", o->population, "K of LS and NSGA-II")->capture_default_str();
@@ -93,6 +98,8 @@ Command add_partition_command(CLI::App& app) {
             spec.time_limit_s = o->time_limit;
             spec.assume_monotone = o->assume_monotone;
             spec.gnn_model = o->gnn_model;
+            spec.pg_model = o->pg_model;
+            spec.rg_model = o->rg_model;
             spec.model.bytes_per_element = o->bytes_per_element;
             spec.model.kb = o->kb_bytes;
             spec.model.line_buffer = line_buffer_form_from_string(o->line_buffer);

@@ -29,5 +29,6 @@ Command add_ffm_command(CLI::App& app);
 Command add_schedule_command(CLI::App& app);
 Command add_partition_command(CLI::App& app);
 Command add_get_train_command(CLI::App& app);
+Command add_get_train_explainer_command(CLI::App& app);
 
 }  // namespace mapfuse::cli

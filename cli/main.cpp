@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
       cli::add_validate_command(app), cli::add_demo_command(app),
       cli::add_merge_command(app),    cli::add_optimize_command(app),
       cli::add_ffm_command(app),      cli::add_schedule_command(app),
-      cli::add_partition_command(app), cli::add_get_train_command(app),
+      cli::add_partition_command(app), cli::add_get_train_command(app), cli::add_get_train_explainer_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GET-fusion's GNN from the command line: `partition --split gnne` runs on the built-in model, and a
-# missing, corrupt or wrong-scheme model file is bad input (exit status 2, the file named).
+# GET-fusion's GNN from the command line: `partition --split gnne|pg|rg` runs on the built-in models,
+# `get-train-explainer` trains an explainer for a given classifier, and a missing, corrupt,
+# wrong-kind, wrong-scheme or wrong-classifier model file is bad input (exit status 2, the file named).
 # Usage: get_gnn.sh <mapfuse binary> <shared data dir>
 set -eu
 bin="$1"
@@ -27,4 +28,22 @@ expect2 "trained for the brr scheme; this run needs a lbdf model" \
   partition --workload resnet18 --scheme lbdf --split gnne --gnn-model "$tmp/m/gnn_brr.gnn"
 head -c 2000 "$tmp/m/gnn_brr.gnn" >"$tmp/cut.gnn"
 expect2 "$tmp/cut.gnn" partition --workload resnet18 --scheme brr --split gnne --gnn-model "$tmp/cut.gnn"
+for e in pg rg; do
+  "$bin" partition --workload resnet18 --search rs --split $e --budget 5 --json >"$tmp/$e.json"
+  grep -q "\"split\": \"$e\"" "$tmp/$e.json" || fail "no $e run"
+done
+"$bin" get-train-explainer --explainer pg --scheme brr --gnn-model "$tmp/m/gnn_brr.gnn" --networks squeezenet1_0 \
+  --groups 10 --epochs 1 --out "$tmp/m" >/dev/null
+"$bin" partition --workload resnet18 --scheme brr --search rs --split pg --budget 3 --gnn-model "$tmp/m/gnn_brr.gnn" \
+  --pg-model "$tmp/m/pg_brr.gnn" >/dev/null || fail "pg with its own classifier"
+expect2 "$tmp/m/pg_brr.gnn: the PGExplainer was trained against a 4-layer, 8-hidden classifier; this run's has 4 layers and 128 hidden" \
+  partition --workload resnet18 --scheme brr --split pg --pg-model "$tmp/m/pg_brr.gnn"
+expect2 "$tmp/m/pg_brr.gnn:1: this is a PGExplainer model ('mapfuse-pg 1'); expected a RG-Explainer model" \
+  partition --workload resnet18 --scheme brr --split rg --gnn-model "$tmp/m/gnn_brr.gnn" --rg-model "$tmp/m/pg_brr.gnn"
+expect2 "this is a GNN classifier model" \
+  partition --workload resnet18 --scheme brr --split pg --gnn-model "$tmp/m/gnn_brr.gnn" --pg-model "$tmp/m/gnn_brr.gnn"
+expect2 "trained for the brr scheme; this run needs a lbdf model" \
+  partition --workload resnet18 --scheme lbdf --split pg --pg-model "$tmp/m/pg_brr.gnn"
+expect2 "$tmp/none.pg" partition --workload resnet18 --split pg --pg-model "$tmp/none.pg"
+expect2 "unknown explainer 'gnne'; expected pg or rg" get-train-explainer --explainer gnne --out "$tmp/x"
 echo "get_gnn: ok"

@@ -16,7 +16,7 @@ expect "buffer 0" 2 'buffer-kb.*positive' -- run --buffer-kb 0
 expect "buffer below every operator" 2 'buffer-kb.*unfuseable' -- run --buffer-kb 0.01
 expect "unknown scheme" 2 'lbd' -- run --scheme lbd
 expect "unknown search" 2 "search.*unknown search 'nsga'.*did you mean 'nsga2'" -- run --search nsga
-expect "unknown explainer" 2 "split.*unknown explainer 'pg'" -- run --split pg
+expect "unknown explainer" 2 "split.*unknown explainer 'gradcam'" -- run --split gradcam
 expect "budget 0" 2 'budget.*at least 1' -- run --budget 0
 expect "unknown network" 2 "workload.*neither an ONNX file" -- "$bin" partition --workload no_such_net
 # Every operator unfuseable: at 1 KB not even ResNet-18's smallest operator fits, under BRR either.

@@ -1,6 +1,7 @@
 // GET-fusion's GNN (engine/search/get/gnn/): the classifier data carries F_β's verdicts, the
 // shipped models classify held-out groups, training is deterministic, bad model files are
-// rejected with the file named, and GNNExplainer returns edges of the group.
+// rejected with the file named, and GNNExplainer, PGExplainer and RG-Explainer return edges of the
+// group that Algorithm 1 turns into valid plans.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "engine/search/get/gnn/dataset.hpp"
+#include "engine/search/get/gnn/explainers.hpp"
 #include "engine/search/get/gnn/gnn.hpp"
 #include "engine/search/get/gnn/model_file.hpp"
 #include "engine/search/get/network.hpp"
@@ -35,6 +37,20 @@ std::vector<gnn::GraphSample> samples_of(const gnn::Dataset& d, const std::vecto
     out.back().label = s.valid ? 1 : 0;
   }
   return out;
+}
+
+// A small classifier trained for one epoch on SqueezeNet 1.0's groups: fast, not accurate.
+gnn::Classifier tiny_classifier(FusionScheme scheme, int64_t groups, int hidden, uint64_t seed = 1) {
+  const OpGraph& g = network("squeezenet1_0");
+  gnn::DatasetSpec spec;
+  spec.scheme = scheme;
+  spec.groups_per_network = groups;
+  const std::vector<gnn::GraphSample> all = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
+  gnn::TrainOptions opt;
+  opt.epochs = 1;
+  opt.shape.hidden = hidden;
+  opt.seed = seed;
+  return gnn::train_classifier(scheme, all, {}, opt);
 }
 
 std::string slurp(const std::string& path) {
@@ -132,15 +148,8 @@ TEST_CASE("get.gnn: training is deterministic for a seed") {
 }
 
 TEST_CASE("get.gnn: bad model files are InputErrors naming the file") {
-  const OpGraph& g = network("squeezenet1_0");
-  gnn::DatasetSpec spec;
-  spec.groups_per_network = 10;
-  const std::vector<gnn::GraphSample> all = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
-  gnn::TrainOptions opt;
-  opt.epochs = 1;
-  opt.shape.hidden = 8;
   const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_gnn_bad.gnn").string();
-  gnn::train_classifier(FusionScheme::Brr, all, {}, opt).save(path);
+  tiny_classifier(FusionScheme::Brr, 10, 8).save(path);
   const std::string good = slurp(path);
   auto expect = [&](const std::string& bytes, FusionScheme scheme, const std::string& what) {
     CAPTURE(what);
@@ -219,4 +228,204 @@ TEST_CASE("get.gnn: GNNExplainer ranks edges inside the invalid group, determini
   CHECK(out.rectify_defined);
   CHECK(out.rectify.distinct > 0);
   CHECK(!out.best.groups.empty());
+}
+
+namespace {
+
+// The fuseable nodes of ResNet-18's first residual stage as one group: invalid at 128 KB (LBDF).
+Group first_stage_group(const Problem& p) {
+  Group group;
+  for (int v = 0; v < 12; ++v)
+    if (p.fuseable[v]) group.push_back(v);
+  std::vector<Group> comps;
+  Workspace ws;
+  components(p.dag, group, ws, comps);
+  return comps.empty() ? Group{} : comps.front();
+}
+
+// Invalid groups of one network at several β, as get-train-explainer collects them.
+std::vector<gnn::GroupAtBuffer> invalid_groups(const gnn::FeatureTable& table, int64_t groups) {
+  gnn::DatasetSpec spec;
+  spec.scheme = table.scheme();
+  spec.groups_per_network = groups;
+  const gnn::Dataset d = gnn::make_dataset({&table.graph()}, spec);
+  std::vector<gnn::GroupAtBuffer> out;
+  for (const gnn::LabelledGroup& s : d.samples)
+    if (!s.valid) out.push_back({&table, s.nodes, s.buffer_kb * 1024});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("get.gnn: PGExplainer and RG-Explainer rank edges inside the invalid group, deterministically") {
+  const OpGraph& g = network("resnet18");
+  const NetworkProblem np = make_network_problem(g, FusionScheme::Lbdf, 128 * 1024);
+  Evaluator ev(np.problem);
+  const gnn::FeatureTable features(g, FusionScheme::Lbdf);
+  auto classifier = std::make_shared<const gnn::Classifier>(gnn::Classifier::shipped(FusionScheme::Lbdf));
+  const Group group = first_stage_group(np.problem);
+  REQUIRE(group.size() >= 4);
+  REQUIRE(!ev.valid(group));
+  Workspace ws;
+  int inner = 0;
+  for (int32_t v : group)
+    for (int32_t id : np.problem.dag.out(v)) inner += std::binary_search(group.begin(), group.end(), np.problem.dag.edges[id].to);
+  for (gnn::ModelKind kind : {gnn::ModelKind::Pg, gnn::ModelKind::Rg}) {
+    CAPTURE(gnn::to_string(kind));
+    auto model = std::make_shared<const gnn::ExplainerModel>(gnn::ExplainerModel::shipped(kind, *classifier));
+    CHECK(model->kind() == kind);
+    auto explainer = kind == gnn::ModelKind::Pg ? gnn::make_pg_explainer(classifier, model, features)
+                                                : gnn::make_rg_explainer(classifier, model, features);
+    CHECK(explainer->name() == (kind == gnn::ModelKind::Pg ? "pg" : "rg"));
+    const Explanation e = explainer->explain(group, ev, ws);
+    REQUIRE(!e.edges.empty());
+    CHECK(e.split.empty());
+    CHECK(static_cast<int>(e.edges.size()) <= inner);
+    std::set<int32_t> seen, touched;
+    for (int32_t id : e.edges) {
+      const Edge& edge = np.problem.dag.edges[id];
+      CHECK(std::binary_search(group.begin(), group.end(), edge.from));
+      CHECK(std::binary_search(group.begin(), group.end(), edge.to));
+      CHECK(seen.insert(id).second);
+      touched.insert(edge.from);
+      touched.insert(edge.to);
+    }
+    if (kind == gnn::ModelKind::Rg) {
+      // RG grows one connected node set and returns every edge inside it.
+      const Group set(touched.begin(), touched.end());
+      std::vector<Group> comps;
+      components(np.problem.dag, set, ws, comps);
+      CHECK(comps.size() == 1);
+      int induced = 0;
+      for (int32_t v : set)
+        for (int32_t id : np.problem.dag.out(v)) induced += touched.count(np.problem.dag.edges[id].to) > 0;
+      CHECK(induced == static_cast<int>(e.edges.size()));
+      CHECK(set.size() <= 20);
+      // Ranked by when their later end joined the connected set: every prefix of the list is connected.
+      std::set<int32_t> reached = {np.problem.dag.edges[e.edges[0]].from, np.problem.dag.edges[e.edges[0]].to};
+      for (size_t k = 1; k < e.edges.size(); ++k) {
+        const Edge& edge = np.problem.dag.edges[e.edges[k]];
+        CHECK((reached.count(edge.from) + reached.count(edge.to)) > 0);
+        reached.insert(edge.from);
+        reached.insert(edge.to);
+      }
+    }
+    CHECK(explainer->explain(group, ev, ws).edges == e.edges);
+  }
+}
+
+TEST_CASE("get.gnn: Algorithm 1 with PGExplainer or RG-Explainer yields only valid groups") {
+  for (FusionScheme scheme : {FusionScheme::Lbdf, FusionScheme::Brr}) {
+    for (SplitKind split : {SplitKind::Pg, SplitKind::Rg}) {
+      CAPTURE(to_string(scheme));
+      CAPTURE(to_string(split));
+      const OpGraph& g = network("resnet18");
+      PartitionSpec spec;
+      spec.scheme = scheme;
+      spec.mode = PartitionMode::Rs;
+      spec.split = split;
+      spec.budget = 15;
+      const PartitionOutcome out = partition_network(g, spec);
+      CHECK(out.rectify_defined);
+      CHECK(out.rectify.distinct > 0);
+      REQUIRE(!out.best.groups.empty());
+      const NetworkProblem np = make_network_problem(g, scheme, 128 * 1024);
+      Evaluator ev(np.problem);
+      std::string why;
+      CHECK_MESSAGE(is_valid_plan(np.problem, ev, out.best.groups, &why), why);
+      for (const Group& grp : out.best.groups) CHECK(ev.valid(grp));
+      // Same seed, same run.
+      const PartitionOutcome again = partition_network(g, spec);
+      CHECK(again.best.groups == out.best.groups);
+      CHECK(again.rectify.distinct_rectified == out.rectify.distinct_rectified);
+    }
+  }
+}
+
+TEST_CASE("get.gnn: PGExplainer and RG-Explainer training is deterministic for a seed") {
+  const gnn::FeatureTable table(network("squeezenet1_0"), FusionScheme::Lbdf);
+  auto classifier = std::make_shared<const gnn::Classifier>(tiny_classifier(FusionScheme::Lbdf, 20, 16));
+  const std::vector<gnn::GroupAtBuffer> invalid = invalid_groups(table, 20);
+  REQUIRE(invalid.size() >= 10);
+  gnn::PgTrainOptions po;
+  po.epochs = 6;
+  po.batch = 8;
+  gnn::ExplainerTrainReport rep;
+  const gnn::ExplainerModel pa = gnn::train_pg_explainer(classifier, invalid, po, &rep);
+  const gnn::ExplainerModel pb = gnn::train_pg_explainer(classifier, invalid, po);
+  CHECK(pa.parameters() == pb.parameters());
+  REQUIRE(rep.epoch_loss.size() == 6);
+  // The size and entropy penalties are learnt down: the loss falls from the first epoch to the last.
+  CHECK(rep.epoch_loss.back() < rep.epoch_loss.front());
+  po.seed = 2;
+  CHECK(gnn::train_pg_explainer(classifier, invalid, po).parameters() != pa.parameters());
+  gnn::RgTrainOptions ro;
+  ro.epochs = 2;
+  ro.batch = 8;
+  ro.locator_iterations = 5;
+  ro.locator_groups = 4;
+  ro.max_size = 6;
+  const gnn::ExplainerModel ra = gnn::train_rg_explainer(classifier, invalid, ro, &rep);
+  CHECK(rep.epoch_loss.size() == 2);
+  CHECK(gnn::train_rg_explainer(classifier, invalid, ro).parameters() == ra.parameters());
+  ro.seed = 2;
+  CHECK(gnn::train_rg_explainer(classifier, invalid, ro).parameters() != ra.parameters());
+  // Save and load give the same weights back, for the classifier they were trained against.
+  const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_rg_roundtrip.gnn").string();
+  ra.save(path);
+  CHECK(gnn::ExplainerModel::load(path, gnn::ModelKind::Rg, *classifier).parameters() == ra.parameters());
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("get.gnn: bad PGExplainer and RG-Explainer files are InputErrors naming the file") {
+  const gnn::FeatureTable table(network("squeezenet1_0"), FusionScheme::Brr);
+  auto classifier = std::make_shared<const gnn::Classifier>(tiny_classifier(FusionScheme::Brr, 10, 8));
+  const gnn::Classifier other = tiny_classifier(FusionScheme::Brr, 10, 8, 2);
+  gnn::PgTrainOptions po;
+  po.epochs = 1;
+  const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_pg_bad.gnn").string();
+  gnn::train_pg_explainer(classifier, invalid_groups(table, 10), po).save(path);
+  const std::string good = slurp(path);
+  const std::string dir = (std::filesystem::temp_directory_path() / "mapfuse_test_pg_bad_c.gnn").string();
+  classifier->save(dir);
+  const std::string classifier_bytes = slurp(dir);
+  std::filesystem::remove(dir);
+  auto expect = [&](const std::string& bytes, gnn::ModelKind kind, const gnn::Classifier& c, const std::string& what) {
+    CAPTURE(what);
+    try {
+      gnn::ExplainerModel::parse(bytes, "m.gnn", kind, c);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.where().file == "m.gnn");
+      CHECK_MESSAGE(std::string(e.what()).find(what) != std::string::npos, e.what());
+    }
+  };
+  CHECK(gnn::ExplainerModel::parse(good, "m.gnn", gnn::ModelKind::Pg, *classifier).kind() == gnn::ModelKind::Pg);
+  expect(good, gnn::ModelKind::Rg, *classifier, "this is a PGExplainer model ('mapfuse-pg 1'); expected a RG-Explainer");
+  expect(classifier_bytes, gnn::ModelKind::Pg, *classifier, "this is a GNN classifier model");
+  expect("PK\x03\x04 a zip", gnn::ModelKind::Pg, *classifier, "not a mapfuse PGExplainer model file");
+  expect(good, gnn::ModelKind::Pg, other, "trained against the classifier with weights " + classifier->fingerprint());
+  expect(good.substr(0, good.size() - 5), gnn::ModelKind::Pg, *classifier, "truncated or padded weights");
+  std::string flipped = good;
+  flipped[flipped.size() - 2] ^= 0x08;
+  expect(flipped, gnn::ModelKind::Pg, *classifier, "fail their checksum");
+  std::string scheme = good;
+  scheme.replace(scheme.find("scheme brr"), 10, "scheme lbd");
+  expect(scheme, gnn::ModelKind::Pg, *classifier, "unknown scheme 'lbd'");
+  std::string layout = good;
+  layout.replace(layout.find("features v3,"), 12, "features v2,");
+  expect(layout, gnn::ModelKind::Pg, *classifier, "differs from this build's");
+  std::string hidden = good;
+  hidden.replace(hidden.find("hidden 8\n"), 9, "hidden 9\n");
+  expect(hidden, gnn::ModelKind::Pg, *classifier, "trained against a 4-layer, 9-hidden classifier");
+  // A classifier for the other scheme: the file's scheme is checked against it.
+  const gnn::Classifier lbdf = gnn::Classifier::shipped(FusionScheme::Lbdf);
+  expect(good, gnn::ModelKind::Pg, lbdf, "trained for the brr scheme; this run needs a lbdf model");
+  try {
+    gnn::ExplainerModel::load("/nonexistent/pg.gnn", gnn::ModelKind::Pg, *classifier);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    CHECK(e.where().file == "/nonexistent/pg.gnn");
+  }
+  std::filesystem::remove(path);
 }

@@ -112,7 +112,7 @@ TEST_CASE("get.study: bad keys and values name the file, the line and the key") 
   check(replace(kGetStudy, "buffer_kb = 128\n", "buffer_kb = 0\n"), 5, "buffer_kb", "not a positive buffer size");
   check(replace(kGetStudy, R"(searches = ["ls", "exact", "sample"])", R"(searches = ["nsga"])"), 6, "searches",
         "did you mean 'nsga2'");
-  check(replace(kGetStudy, R"(splits = ["random", "dp"])", R"(splits = ["pg"])"), 7, "splits", "unknown explainer 'pg'");
+  check(replace(kGetStudy, R"(splits = ["random", "dp"])", R"(splits = ["gradcam"])"), 7, "splits", "unknown explainer 'gradcam'");
   check(replace(kGetStudy, "budget = [100, 200]", "budget = [0]"), 8, "budget", "integer >= 1");
   check(replace(kGetStudy, R"(splits = ["random", "dp"])", R"(splits = ["dp", "dp"])"), 7, "splits", "listed twice");
   check(replace(kGetStudy, R"(networks = ["resnet18", "mobilenet_v2"])", "networks = []"), 3, "networks", "empty");

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/common/error.hpp"
+#include "engine/search/get/gnn/explainers.hpp"
 #include "engine/search/get/gnn/gnn.hpp"
 #include "engine/search/get/network.hpp"
 
@@ -70,13 +71,23 @@ PartitionOutcome partition_network(const OpGraph& g, const PartitionSpec& s) {
                                                             : SearchKind::Nsga2;
       std::unique_ptr<gnn::FeatureTable> features;
       std::unique_ptr<Explainer> explainer;
-      if (s.split == SplitKind::Gnne) {
+      if (uses_gnn(s.split)) {
         auto model = std::make_shared<const gnn::Classifier>(
             s.gnn_model.empty() ? gnn::Classifier::shipped(s.scheme) : gnn::Classifier::load(s.gnn_model, s.scheme));
         features = std::make_unique<gnn::FeatureTable>(g, s.scheme, s.model);
-        gnn::GnnExplainerOptions eo;
-        eo.seed = s.seed;
-        explainer = gnn::make_gnn_explainer(std::move(model), *features, eo);
+        if (s.split == SplitKind::Gnne) {
+          gnn::GnnExplainerOptions eo;
+          eo.seed = s.seed;
+          explainer = gnn::make_gnn_explainer(std::move(model), *features, eo);
+        } else {
+          const gnn::ModelKind kind = s.split == SplitKind::Pg ? gnn::ModelKind::Pg : gnn::ModelKind::Rg;
+          const std::string& path = kind == gnn::ModelKind::Pg ? s.pg_model : s.rg_model;
+          auto em = std::make_shared<const gnn::ExplainerModel>(path.empty() ? gnn::ExplainerModel::shipped(kind, *model)
+                                                                             : gnn::ExplainerModel::load(path, kind, *model));
+          explainer = kind == gnn::ModelKind::Pg
+                          ? gnn::make_pg_explainer(std::move(model), std::move(em), *features, s.occlusion_fraction)
+                          : gnn::make_rg_explainer(std::move(model), std::move(em), *features);
+        }
       } else {
         explainer = make_explainer(s.split, s.occlusion_fraction);
       }

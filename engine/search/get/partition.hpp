@@ -34,7 +34,8 @@ struct PartitionSpec {
   double time_limit_s = 60;  // exact: wall-clock limit (<= 0: none)
   int64_t max_states = 0;    // exact: deterministic limit (0: none)
   bool assume_monotone = false;
-  std::string gnn_model;  // split gnne: a model file; empty = the one built in for the scheme
+  std::string gnn_model;  // split gnne, pg, rg: the classifier's model file; empty = the one built in for the scheme
+  std::string pg_model, rg_model;  // split pg / rg: the explainer's model file; empty = the one built in
   GroupModelOptions model;
 };
 

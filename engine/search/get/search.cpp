@@ -23,9 +23,11 @@ SplitKind split_kind_from_string(std::string_view s) {
   if (s == "occlusion") return SplitKind::Occlusion;
   if (s == "dp") return SplitKind::Dp;
   if (s == "gnne") return SplitKind::Gnne;
+  if (s == "pg") return SplitKind::Pg;
+  if (s == "rg") return SplitKind::Rg;
   throw InputError({}, "--split",
-                   "unknown explainer '" + std::string(s) + "'; expected random, cut, occlusion, dp or gnne" +
-                       did_you_mean(s, {"random", "cut", "occlusion", "dp", "gnne"}));
+                   "unknown explainer '" + std::string(s) + "'; expected random, cut, occlusion, dp, gnne, pg or rg" +
+                       did_you_mean(s, {"random", "cut", "occlusion", "dp", "gnne", "pg", "rg"}));
 }
 
 std::string_view to_string(SearchKind k) {
@@ -44,6 +46,8 @@ std::string_view to_string(SplitKind k) {
     case SplitKind::Occlusion: return "occlusion";
     case SplitKind::Dp: return "dp";
     case SplitKind::Gnne: return "gnne";
+    case SplitKind::Pg: return "pg";
+    case SplitKind::Rg: return "rg";
   }
   return "?";
 }
@@ -54,7 +58,10 @@ std::unique_ptr<Explainer> make_explainer(SplitKind k, double occlusion_fraction
     case SplitKind::Cut: return make_exact_cut_explainer();
     case SplitKind::Occlusion: return make_occlusion_explainer(occlusion_fraction);
     case SplitKind::Dp: return make_interval_dp_explainer();
-    case SplitKind::Gnne: throw std::logic_error("make_explainer: the GNN explainer needs the network (gnn::make_gnn_explainer)");
+    case SplitKind::Gnne:
+    case SplitKind::Pg:
+    case SplitKind::Rg:
+      throw std::logic_error("make_explainer: the GNN explainers need the network (gnn::make_*_explainer)");
   }
   return nullptr;
 }

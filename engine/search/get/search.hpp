@@ -14,16 +14,18 @@
 namespace mapfuse::get {
 
 enum class SearchKind : uint8_t { Random, Local, Nsga2 };
-// Gnne: GNNExplainer against the trained classifier (engine/search/get/gnn/), which needs the
-// network's operator graph: partition_network makes it, make_explainer cannot.
-enum class SplitKind : uint8_t { Random, Cut, Occlusion, Dp, Gnne };
+// Gnne, Pg, Rg: GNNExplainer, PGExplainer and RG-Explainer against the trained classifier
+// (engine/search/get/gnn/), which need the network's operator graph: partition_network makes
+// them, make_explainer cannot.
+enum class SplitKind : uint8_t { Random, Cut, Occlusion, Dp, Gnne, Pg, Rg };
+inline bool uses_gnn(SplitKind k) { return k == SplitKind::Gnne || k == SplitKind::Pg || k == SplitKind::Rg; }
 
 SearchKind search_kind_from_string(std::string_view s);  // rs | ls | nsga2; throws InputError
-SplitKind split_kind_from_string(std::string_view s);    // random | cut | occlusion | dp | gnne; throws InputError
+SplitKind split_kind_from_string(std::string_view s);    // random | cut | occlusion | dp | gnne | pg | rg; throws InputError
 std::string_view to_string(SearchKind k);
 std::string_view to_string(SplitKind k);
 // The explainer behind a split kind; null for the random baseline. Throws std::logic_error for
-// Gnne (see gnn::make_gnn_explainer).
+// the GNN explainers (see gnn::make_gnn_explainer, make_pg_explainer, make_rg_explainer).
 std::unique_ptr<Explainer> make_explainer(SplitKind k, double occlusion_fraction = 0.2);
 
 struct SearchOptions {

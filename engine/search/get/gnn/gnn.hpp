@@ -57,6 +57,8 @@ class Classifier {
   Metrics evaluate(std::span<const GraphSample> samples) const;
   // Every parameter, flattened in a fixed order (determinism checks).
   std::vector<float> parameters() const;
+  // The checksum of the weights (the one its model file carries); explainers record it.
+  std::string fingerprint() const;
 
   struct Impl;
   Impl& impl() const { return *impl_; }

@@ -1,6 +1,6 @@
-// The only translation unit that includes libtorch (~11 s and 1.1 GB to compile): the GraphConv
-// classifier, its training and GNNExplainer. Tensors never leave this file.
-#include <torch/torch.h>
+// One of the two translation units that include libtorch (~11 s and 1.1 GB each to compile; the
+// other is explainers_torch.cpp): the GraphConv classifier, its training and GNNExplainer.
+#include "engine/search/get/gnn/torch_model.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -19,22 +19,6 @@
 #include "engine/search/get/gnn/model_file.hpp"
 
 namespace mapfuse::get::gnn {
-
-namespace {
-
-void one_thread() {
-  static const bool done = [] {
-    at::set_num_threads(1);
-    return true;
-  }();
-  (void)done;
-}
-
-// A batch of graphs as one disconnected graph: messages along both directions of every edge.
-struct Batch {
-  torch::Tensor x, src, dst, graph;  // graph: per node, its sample's index
-  int64_t graphs = 0, edges = 0;     // edges: undirected, before doubling
-};
 
 Batch make_batch(std::span<const GraphSample> samples, std::span<const size_t> order) {
   const int F = feature_count();
@@ -62,82 +46,94 @@ Batch make_batch(std::span<const GraphSample> samples, std::span<const size_t> o
   return b;
 }
 
-}  // namespace
+std::vector<int32_t> mask_to_edges(const float* m, int64_t E, std::span<const int32_t> edge_ids, double fraction) {
+  std::vector<int64_t> rank(E);
+  std::iota(rank.begin(), rank.end(), int64_t{0});
+  std::stable_sort(rank.begin(), rank.end(), [&](int64_t a, int64_t c) { return m[a] > m[c]; });
+  int64_t k = std::count_if(m, m + E, [](float v) { return v > 0.5f; });
+  if (k == 0) k = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(fraction * static_cast<double>(E))));
+  std::vector<int32_t> out;
+  for (int64_t i = 0; i < k && i < E; ++i) out.push_back(edge_ids[rank[i]]);
+  return out;
+}
 
-// GraphConv layers (Morris et al.'s k-GNN, PyG GraphConv): h' = relu(W_r h + b + W_n Σ_j e_ji h_j),
-// then the sum of node embeddings and a linear head to logits (invalid, valid).
-struct Classifier::Impl {
-  FusionScheme scheme = FusionScheme::Lbdf;
-  ClassifierShape shape;
-  std::vector<torch::Tensor> root_w, root_b, nbr_w;
-  torch::Tensor head_w, head_b;
+Batch make_batch(const GraphSample& s) {
+  const size_t all[1] = {0};
+  return make_batch(std::span<const GraphSample>(&s, 1), all);
+}
 
-  std::vector<torch::Tensor> params() const {
-    std::vector<torch::Tensor> p;
-    for (size_t l = 0; l < root_w.size(); ++l) p.insert(p.end(), {root_w[l], root_b[l], nbr_w[l]});
-    p.insert(p.end(), {head_w, head_b});
-    return p;
+std::vector<torch::Tensor> Classifier::Impl::params() const {
+  std::vector<torch::Tensor> p;
+  for (size_t l = 0; l < root_w.size(); ++l) p.insert(p.end(), {root_w[l], root_b[l], nbr_w[l]});
+  p.insert(p.end(), {head_w, head_b});
+  return p;
+}
+
+std::vector<std::string> Classifier::Impl::names() const {
+  std::vector<std::string> n;
+  for (int l = 0; l < shape.layers; ++l)
+    for (const char* part : {".root.weight", ".root.bias", ".neighbour.weight"})
+      n.push_back("layer" + std::to_string(l) + part);
+  n.insert(n.end(), {"head.weight", "head.bias"});
+  return n;
+}
+
+std::vector<std::vector<int64_t>> Classifier::Impl::dims() const {
+  std::vector<std::vector<int64_t>> d;
+  int64_t in = feature_count();
+  for (int l = 0; l < shape.layers; ++l) {
+    d.push_back({shape.hidden, in});
+    d.push_back({shape.hidden});
+    d.push_back({shape.hidden, in});
+    in = shape.hidden;
   }
-  std::vector<std::string> names() const {
-    std::vector<std::string> n;
-    for (int l = 0; l < shape.layers; ++l)
-      for (const char* part : {".root.weight", ".root.bias", ".neighbour.weight"})
-        n.push_back("layer" + std::to_string(l) + part);
-    n.insert(n.end(), {"head.weight", "head.bias"});
-    return n;
+  d.push_back({2, shape.hidden});
+  d.push_back({2});
+  return d;
+}
+
+void Classifier::Impl::init() {
+  root_w.clear(), root_b.clear(), nbr_w.clear();
+  const auto d = dims();
+  std::vector<torch::Tensor> t;
+  for (const auto& s : d) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(s.size() == 2 ? s[1] : d[t.size() - 1][1]));
+    t.push_back(torch::empty(s).uniform_(-bound, bound));
   }
-  // The parameter shapes of a model of this shape, in params() order.
-  std::vector<std::vector<int64_t>> dims() const {
-    std::vector<std::vector<int64_t>> d;
-    int64_t in = feature_count();
-    for (int l = 0; l < shape.layers; ++l) {
-      d.push_back({shape.hidden, in});
-      d.push_back({shape.hidden});
-      d.push_back({shape.hidden, in});
-      in = shape.hidden;
-    }
-    d.push_back({2, shape.hidden});
-    d.push_back({2});
-    return d;
+  assign(t);
+}
+
+void Classifier::Impl::assign(const std::vector<torch::Tensor>& t) {
+  size_t k = 0;
+  root_w.clear(), root_b.clear(), nbr_w.clear();
+  for (int l = 0; l < shape.layers; ++l) {
+    root_w.push_back(t[k++]);
+    root_b.push_back(t[k++]);
+    nbr_w.push_back(t[k++]);
   }
-  void init() {  // PyTorch's Linear init: U(±1/sqrt(fan_in))
-    root_w.clear(), root_b.clear(), nbr_w.clear();
-    const auto d = dims();
-    std::vector<torch::Tensor> t;
-    for (const auto& s : d) {
-      const double bound = 1.0 / std::sqrt(static_cast<double>(s.size() == 2 ? s[1] : d[t.size() - 1][1]));
-      t.push_back(torch::empty(s).uniform_(-bound, bound));
-    }
-    assign(t);
+  head_w = t[k++];
+  head_b = t[k++];
+}
+
+void Classifier::Impl::requires_grad(bool on) {
+  for (auto& p : params()) p.requires_grad_(on);
+}
+
+torch::Tensor Classifier::Impl::embed(const Batch& b, const torch::Tensor& edge_weight) const {
+  torch::Tensor h = b.x;
+  const torch::Tensor w2 = edge_weight.defined() ? torch::cat({edge_weight, edge_weight}).unsqueeze(1) : torch::Tensor();
+  for (int l = 0; l < shape.layers; ++l) {
+    torch::Tensor msg = h.index_select(0, b.src);
+    if (w2.defined()) msg = msg * w2;
+    const torch::Tensor agg = torch::zeros({h.size(0), h.size(1)}).index_add(0, b.dst, msg);
+    h = torch::relu(torch::addmm(root_b[l], h, root_w[l].t()) + agg.mm(nbr_w[l].t()));
   }
-  void assign(const std::vector<torch::Tensor>& t) {
-    size_t k = 0;
-    root_w.clear(), root_b.clear(), nbr_w.clear();
-    for (int l = 0; l < shape.layers; ++l) {
-      root_w.push_back(t[k++]);
-      root_b.push_back(t[k++]);
-      nbr_w.push_back(t[k++]);
-    }
-    head_w = t[k++];
-    head_b = t[k++];
-  }
-  void requires_grad(bool on) {
-    for (auto& p : params()) p.requires_grad_(on);
-  }
-  // edge_weight: one value per undirected edge (size b.edges) or undefined (all ones).
-  torch::Tensor forward(const Batch& b, const torch::Tensor& edge_weight = {}) const {
-    torch::Tensor h = b.x;
-    const torch::Tensor w2 = edge_weight.defined() ? torch::cat({edge_weight, edge_weight}).unsqueeze(1) : torch::Tensor();
-    for (int l = 0; l < shape.layers; ++l) {
-      torch::Tensor msg = h.index_select(0, b.src);
-      if (w2.defined()) msg = msg * w2;
-      const torch::Tensor agg = torch::zeros({h.size(0), h.size(1)}).index_add(0, b.dst, msg);
-      h = torch::relu(torch::addmm(root_b[l], h, root_w[l].t()) + agg.mm(nbr_w[l].t()));
-    }
-    const torch::Tensor g = torch::zeros({b.graphs, h.size(1)}).index_add(0, b.graph, h);
-    return torch::addmm(head_b, g, head_w.t());
-  }
-};
+  return h;
+}
+
+torch::Tensor Classifier::Impl::readout(const Batch& b, const torch::Tensor& h) {
+  return torch::zeros({b.graphs, h.size(1)}).index_add(0, b.graph, h);
+}
 
 Classifier::Classifier() : impl_(std::make_unique<Impl>()) { one_thread(); }
 Classifier::~Classifier() = default;
@@ -217,6 +213,8 @@ std::vector<float> Classifier::parameters() const {
   }
   return out;
 }
+
+std::string Classifier::fingerprint() const { return weights_fingerprint(parameters()); }
 
 std::vector<double> Classifier::predict(std::span<const GraphSample> samples) const {
   torch::NoGradGuard no_grad;
@@ -323,8 +321,7 @@ class GnnExplainer final : public Explainer {
     const auto E = static_cast<int64_t>(s.src.size());
     Explanation out;
     if (E == 0) return out;
-    const size_t all[1] = {0};
-    const Batch b = make_batch(std::span<const GraphSample>(&s, 1), all);
+    const Batch b = make_batch(s);
     // Seeded per call: an explanation depends on the group only, not on the call order.
     torch::manual_seed(opt_.seed);
     const double sd = std::sqrt(2.0) * std::sqrt(1.0 / static_cast<double>(s.nodes));
@@ -342,13 +339,7 @@ class GnnExplainer final : public Explainer {
       adam.step();
     }
     const torch::Tensor sig = torch::sigmoid(mask).detach().contiguous();
-    const float* m = sig.data_ptr<float>();
-    std::vector<int64_t> rank(E);
-    std::iota(rank.begin(), rank.end(), int64_t{0});
-    std::stable_sort(rank.begin(), rank.end(), [&](int64_t a, int64_t c) { return m[a] > m[c]; });
-    int64_t k = std::count_if(m, m + E, [](float v) { return v > 0.5f; });
-    if (k == 0) k = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(opt_.fraction * static_cast<double>(E))));
-    for (int64_t i = 0; i < k; ++i) out.edges.push_back(s.edge_ids[rank[i]]);
+    out.edges = mask_to_edges(sig.data_ptr<float>(), E, s.edge_ids, opt_.fraction);
     return out;
   }
 

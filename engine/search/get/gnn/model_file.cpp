@@ -14,7 +14,7 @@ namespace mapfuse::get::gnn {
 
 namespace {
 
-constexpr std::string_view kMagic = "mapfuse-gnn 1";
+constexpr std::string_view kMagic[] = {"mapfuse-gnn 1", "mapfuse-pg 1", "mapfuse-rg 1"};
 static_assert(std::endian::native == std::endian::little, "model files store little-endian float32");
 
 uint64_t fnv1a(std::string_view bytes) {
@@ -23,24 +23,37 @@ uint64_t fnv1a(std::string_view bytes) {
   return h;
 }
 
+std::string hex(uint64_t v) { return fmt::format("{:016x}", v); }
+
 }  // namespace
+
+std::string_view to_string(ModelKind k) {
+  static constexpr std::string_view names[] = {"GNN classifier", "PGExplainer", "RG-Explainer"};
+  return names[static_cast<size_t>(k)];
+}
+
+std::string weights_fingerprint(std::span<const float> weights) {
+  return hex(fnv1a(std::string_view(reinterpret_cast<const char*>(weights.data()), weights.size_bytes())));
+}
 
 std::string serialize(const ModelFile& m) {
   std::string data;
   for (const NamedTensor& t : m.tensors)
     data.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
-  std::string out = fmt::format("{}\nscheme {}\nlayers {}\nhidden {}\nfeatures {}\ntensors {}\n", kMagic,
-                                to_string(m.scheme), m.layers, m.hidden, m.layout, m.tensors.size());
+  std::string out = fmt::format("{}\nscheme {}\nlayers {}\nhidden {}\nfeatures {}\n", kMagic[static_cast<size_t>(m.kind)],
+                                to_string(m.scheme), m.layers, m.hidden, m.layout);
+  if (m.kind != ModelKind::Classifier) out += "classifier " + m.classifier + "\n";
+  out += fmt::format("tensors {}\n", m.tensors.size());
   for (const NamedTensor& t : m.tensors) {
     out += "tensor " + t.name + " ";
     for (size_t i = 0; i < t.dims.size(); ++i) out += (i ? "x" : "") + std::to_string(t.dims[i]);
     out += "\n";
   }
-  out += fmt::format("checksum {:016x}\ndata\n", fnv1a(data));
+  out += "checksum " + hex(fnv1a(data)) + "\ndata\n";
   return out + data;
 }
 
-ModelFile parse_model_file(std::string_view bytes, const std::string& source, FusionScheme expected) {
+ModelFile parse_model_file(std::string_view bytes, const std::string& source, FusionScheme expected, ModelKind kind) {
   size_t pos = 0;
   int line_no = 0;
   auto fail = [&](const std::string& what) -> InputError { return InputError({source, line_no, 0}, "", what); };
@@ -70,11 +83,19 @@ ModelFile parse_model_file(std::string_view bytes, const std::string& source, Fu
   {
     const size_t end = bytes.find('\n');
     ++line_no;
-    if (end == std::string_view::npos || bytes.substr(0, end) != kMagic)
-      throw fail(fmt::format("not a mapfuse GNN model file: expected the first line '{}'", kMagic));
+    const std::string_view want = kMagic[static_cast<size_t>(kind)];
+    const std::string_view first = end == std::string_view::npos ? std::string_view{} : bytes.substr(0, end);
+    for (size_t k = 0; k < std::size(kMagic); ++k)
+      if (first == kMagic[k] && first != want)
+        throw fail(fmt::format("this is a {} model ('{}'); expected a {} model (first line '{}')",
+                               to_string(static_cast<ModelKind>(k)), first, to_string(kind), want));
+    if (first != want)
+      throw fail(fmt::format("not a mapfuse {} model file: expected the first line '{}'",
+                             kind == ModelKind::Classifier ? "GNN" : to_string(kind), want));
     pos = end + 1;
   }
   ModelFile m;
+  m.kind = kind;
   const std::string scheme = next("scheme");
   try {
     m.scheme = fusion_scheme_from_string(scheme);
@@ -92,6 +113,7 @@ ModelFile parse_model_file(std::string_view bytes, const std::string& source, Fu
                            "'{}'); retrain it with `mapfuse get-train`",
                            std::count(m.layout.begin(), m.layout.end(), ','), m.layout.substr(0, 80),
                            feature_count(), feature_layout().substr(0, 80)));
+  if (kind != ModelKind::Classifier) m.classifier = next("classifier");
   const int64_t count = number("tensors");
   if (count > 1000) throw fail("more than 1000 tensors");
   int64_t floats = 0;
@@ -123,7 +145,7 @@ ModelFile parse_model_file(std::string_view bytes, const std::string& source, Fu
                      fmt::format("truncated or padded weights: the header lists {} floats ({} bytes), the file holds "
                                  "{} bytes after it",
                                  floats, floats * 4, data.size()));
-  if (checksum != fmt::format("{:016x}", fnv1a(data)))
+  if (checksum != hex(fnv1a(data)))
     throw InputError({source, 0, 0}, "", "the weights fail their checksum: the file is corrupt");
   size_t off = 0;
   for (NamedTensor& t : m.tensors) {

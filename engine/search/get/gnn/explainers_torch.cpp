@@ -1,0 +1,630 @@
+// The second translation unit that includes libtorch: PGExplainer and RG-Explainer (note §5.3–5.4),
+// their training against the frozen classifier and their model files. Tensors never leave it.
+#include "engine/search/get/gnn/explainers.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "engine/common/embedded.hpp"
+#include "engine/common/error.hpp"
+#include "engine/search/get/gnn/torch_model.hpp"
+
+namespace mapfuse::get::gnn {
+
+namespace {
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return torch::addmm(b, x, w.t());
+}
+
+torch::Tensor swish(const torch::Tensor& x) { return x * torch::sigmoid(x); }
+
+constexpr int kWidth = 64;  // hidden width of both explainers' MLPs ([PYG], [RG])
+
+// Tensor names and shapes of a model of `kind` over a classifier with `hidden` embedding width.
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> dims;
+};
+
+std::vector<TensorSpec> tensor_specs(ModelKind kind, int64_t hidden) {
+  const int64_t H = hidden, F = feature_count(), W = kWidth;
+  if (kind == ModelKind::Pg)
+    return {{"mlp0.weight", {W, 2 * H}}, {"mlp0.bias", {W}}, {"mlp1.weight", {1, W}}, {"mlp1.bias", {1}}};
+  return {{"locator0.weight", {W, 2 * H}}, {"locator0.bias", {W}},      {"locator1.weight", {8, W}},
+          {"locator1.bias", {8}},          {"locator2.weight", {1, 8}}, {"locator2.bias", {1}},
+          {"indicator.weight", {W, 2}},    {"attributes.weight", {W, F}}, {"attributes.bias", {W}},
+          {"block0.weight", {W, W}},       {"block0.bias", {W}},        {"block1.weight", {W, W}},
+          {"block1.bias", {W}},            {"node.weight", {1, W}},     {"node.bias", {1}},
+          {"attention.weight", {1, W}},    {"attention.bias", {1}},     {"stop.weight", {2, W}},
+          {"stop.bias", {2}}};
+}
+
+// RG's tensors by role, in tensor_specs order.
+enum Rg : size_t {
+  kLoc0W, kLoc0B, kLoc1W, kLoc1B, kLoc2W, kLoc2B, kIndW, kAttrW, kAttrB, kBlk0W, kBlk0B, kBlk1W, kBlk1B,
+  kNodeW, kNodeB, kAttnW, kAttnB, kStopW, kStopB, kRgTensors
+};
+constexpr size_t kLocatorTensors = kIndW;  // the first six
+
+}  // namespace
+
+struct ExplainerModel::Impl {
+  ModelKind kind = ModelKind::Pg;
+  FusionScheme scheme = FusionScheme::Lbdf;
+  int layers = 0, hidden = 0;  // the classifier's
+  std::string classifier;      // its fingerprint
+  std::vector<torch::Tensor> params;
+
+  void init() {  // PyTorch's Linear init: U(±1/sqrt(fan_in)) for weight and bias
+    params.clear();
+    int64_t fan_in = 1;
+    for (const TensorSpec& t : tensor_specs(kind, hidden)) {
+      if (t.dims.size() == 2) fan_in = t.dims[1];
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      params.push_back(torch::empty(t.dims).uniform_(-bound, bound));
+    }
+  }
+  std::vector<torch::Tensor> slice(size_t from, size_t to) const {
+    return {params.begin() + static_cast<ptrdiff_t>(from), params.begin() + static_cast<ptrdiff_t>(to)};
+  }
+};
+
+ExplainerModel::ExplainerModel() : impl_(std::make_unique<Impl>()) { one_thread(); }
+ExplainerModel::~ExplainerModel() = default;
+ExplainerModel::ExplainerModel(ExplainerModel&&) noexcept = default;
+ExplainerModel& ExplainerModel::operator=(ExplainerModel&&) noexcept = default;
+
+ModelKind ExplainerModel::kind() const { return impl_->kind; }
+FusionScheme ExplainerModel::scheme() const { return impl_->scheme; }
+
+std::vector<float> ExplainerModel::parameters() const {
+  std::vector<float> out;
+  for (const torch::Tensor& p : impl_->params) {
+    const torch::Tensor t = p.detach().contiguous();
+    out.insert(out.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
+  return out;
+}
+
+namespace {
+
+std::string retrain_hint(ModelKind kind, FusionScheme scheme) {
+  return fmt::format("retrain it with `mapfuse get-train-explainer --explainer {} --scheme {}`",
+                     kind == ModelKind::Pg ? "pg" : "rg", to_string(scheme));
+}
+
+const char* model_option(ModelKind kind) { return kind == ModelKind::Pg ? "--pg-model" : "--rg-model"; }
+
+}  // namespace
+
+ExplainerModel ExplainerModel::parse(std::string_view bytes, const std::string& source, ModelKind kind,
+                                     const Classifier& classifier) {
+  if (kind == ModelKind::Classifier) throw std::logic_error("ExplainerModel::parse: not an explainer kind");
+  const ModelFile m = parse_model_file(bytes, source, classifier.scheme(), kind);
+  const ClassifierShape shape = classifier.shape();
+  if (m.layers != shape.layers || m.hidden != shape.hidden)
+    throw InputError({source, 0, 0}, "",
+                     fmt::format("the {} was trained against a {}-layer, {}-hidden classifier; this run's has {} "
+                                 "layers and {} hidden; {}",
+                                 to_string(kind), m.layers, m.hidden, shape.layers, shape.hidden,
+                                 retrain_hint(kind, m.scheme)));
+  if (m.classifier != classifier.fingerprint())
+    throw InputError({source, 0, 0}, "",
+                     fmt::format("the {} was trained against the classifier with weights {}; this run's classifier "
+                                 "has weights {}; {}",
+                                 to_string(kind), m.classifier, classifier.fingerprint(), retrain_hint(kind, m.scheme)));
+  const std::vector<TensorSpec> specs = tensor_specs(kind, m.hidden);
+  if (m.tensors.size() != specs.size())
+    throw InputError({source, 0, 0}, "",
+                     fmt::format("{} tensors; a {} model has {}", m.tensors.size(), to_string(kind), specs.size()));
+  ExplainerModel e;
+  e.impl_->kind = kind;
+  e.impl_->scheme = m.scheme;
+  e.impl_->layers = m.layers;
+  e.impl_->hidden = m.hidden;
+  e.impl_->classifier = m.classifier;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (m.tensors[i].name != specs[i].name || m.tensors[i].dims != specs[i].dims)
+      throw InputError({source, 0, 0}, "",
+                       fmt::format("tensor {} is '{}' of size {}; a {} over a {}-hidden classifier and {} features "
+                                   "expects '{}' of size {}",
+                                   i, m.tensors[i].name, fmt::join(m.tensors[i].dims, "x"), to_string(kind), m.hidden,
+                                   feature_count(), specs[i].name, fmt::join(specs[i].dims, "x")));
+    e.impl_->params.push_back(
+        torch::from_blob(const_cast<float*>(m.tensors[i].data.data()), specs[i].dims, torch::kFloat32).clone());
+  }
+  return e;
+}
+
+ExplainerModel ExplainerModel::load(const std::string& path, ModelKind kind, const Classifier& classifier) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw InputError({path, 0, 0}, model_option(kind), fmt::format("cannot open the {} model file", to_string(kind)));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  return parse(buf.str(), path, kind, classifier);
+}
+
+ExplainerModel ExplainerModel::shipped(ModelKind kind, const Classifier& classifier) {
+  const std::string stem = std::string(kind == ModelKind::Pg ? "pg_" : "rg_") + std::string(to_string(classifier.scheme()));
+  for (const EmbeddedFile& f : embedded_gnn_models())
+    if (f.name == stem) return parse(f.text, "presets/get/" + stem + ".gnn (built in)", kind, classifier);
+  throw InputError({}, model_option(kind),
+                   fmt::format("no {} {} model is built into this mapfuse (presets/get/{}.gnn); train one with "
+                               "`mapfuse get-train-explainer --explainer {} --scheme {} --out presets/get` and "
+                               "rebuild, or pass {}",
+                               to_string(classifier.scheme()), to_string(kind), stem, kind == ModelKind::Pg ? "pg" : "rg",
+                               to_string(classifier.scheme()), model_option(kind)));
+}
+
+void ExplainerModel::save(const std::string& path) const {
+  ModelFile m;
+  m.kind = impl_->kind;
+  m.scheme = impl_->scheme;
+  m.layers = impl_->layers;
+  m.hidden = impl_->hidden;
+  m.layout = feature_layout();
+  m.classifier = impl_->classifier;
+  const std::vector<TensorSpec> specs = tensor_specs(impl_->kind, impl_->hidden);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const torch::Tensor t = impl_->params[i].detach().contiguous();
+    m.tensors.push_back({specs[i].name, specs[i].dims,
+                         std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel())});
+  }
+  std::ofstream out(path, std::ios::binary);
+  const std::string bytes = serialize(m);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw InputError({path, 0, 0}, "--out", fmt::format("cannot write the {} model file", to_string(m.kind)));
+}
+
+namespace {
+
+ExplainerModel fresh_model(ModelKind kind, const Classifier& c) {
+  ExplainerModel e;
+  e.impl().kind = kind;
+  e.impl().scheme = c.scheme();
+  e.impl().layers = c.shape().layers;
+  e.impl().hidden = c.shape().hidden;
+  e.impl().classifier = c.fingerprint();
+  e.impl().init();
+  return e;
+}
+
+// Freezes the trained weights and hands out the report.
+ExplainerModel finish_training(ExplainerModel e, ExplainerTrainReport r, std::chrono::steady_clock::time_point t0,
+                               ExplainerTrainReport* report) {
+  for (auto& p : e.impl().params) p = p.detach();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (report) *report = std::move(r);
+  return e;
+}
+
+void check_pair(const Classifier& c, const ExplainerModel& e, const FeatureTable& features) {
+  if (c.scheme() != features.scheme() || e.scheme() != c.scheme())
+    throw InputError({}, model_option(e.kind()),
+                     fmt::format("the {} model is for {}, the classifier for {}, the network's features for {}",
+                                 to_string(e.kind()), to_string(e.scheme()), to_string(c.scheme()),
+                                 to_string(features.scheme())));
+  if (e.impl().classifier != c.fingerprint())
+    throw InputError({}, model_option(e.kind()),
+                     fmt::format("the {} model was trained against another classifier (weights {}, this run's {})",
+                                 to_string(e.kind()), e.impl().classifier, c.fingerprint()));
+}
+
+// ---- PGExplainer ----------------------------------------------------------------------------
+
+// ω per undirected edge of the batch from the frozen node embeddings z.
+torch::Tensor pg_logits(const ExplainerModel::Impl& m, const Batch& b, const torch::Tensor& z) {
+  const torch::Tensor src = b.src.narrow(0, 0, b.edges), dst = b.dst.narrow(0, 0, b.edges);
+  const torch::Tensor in = torch::cat({z.index_select(0, src), z.index_select(0, dst)}, 1);
+  return linear(torch::relu(linear(in, m.params[0], m.params[1])), m.params[2], m.params[3]).squeeze(1);
+}
+
+class PgExplainer final : public Explainer {
+ public:
+  PgExplainer(std::shared_ptr<const Classifier> c, std::shared_ptr<const ExplainerModel> m, const FeatureTable& f,
+              double fraction)
+      : classifier_(std::move(c)), model_(std::move(m)), features_(&f), fraction_(fraction) {}
+  std::string_view name() const override { return "pg"; }
+
+  Explanation explain(std::span<const int32_t> group, Evaluator& ev, Workspace&) override {
+    const GraphSample s = features_->sample(group, ev.problem().beta);
+    Explanation out;
+    if (s.src.empty()) return out;
+    torch::NoGradGuard no_grad;
+    const Batch b = make_batch(s);
+    const torch::Tensor mask =
+        torch::sigmoid(pg_logits(model_->impl(), b, classifier_->impl().embed(b))).contiguous();
+    out.edges = mask_to_edges(mask.data_ptr<float>(), b.edges, s.edge_ids, fraction_);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const Classifier> classifier_;
+  std::shared_ptr<const ExplainerModel> model_;
+  const FeatureTable* features_;
+  double fraction_;
+};
+
+std::vector<GraphSample> samples_with_edges(std::span<const GroupAtBuffer> groups) {
+  std::vector<GraphSample> out;
+  for (const GroupAtBuffer& g : groups) {
+    GraphSample s = g.features->sample(g.nodes, g.beta_bytes);
+    if (!s.src.empty()) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+ExplainerModel train_pg_explainer(std::shared_ptr<const Classifier> classifier, std::span<const GroupAtBuffer> invalid,
+                                  const PgTrainOptions& opt, ExplainerTrainReport* report) {
+  if (opt.epochs < 1 || opt.batch < 1 || !(opt.lr > 0) || !(opt.temperature_start > 0) || !(opt.temperature_end > 0))
+    throw InputError({}, "--epochs", "epochs, batch, learning rate and temperatures must be positive");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<GraphSample> samples = samples_with_edges(invalid);
+  if (samples.empty()) throw InputError({}, "--groups", "no invalid group with an internal edge to train on");
+  torch::manual_seed(opt.seed);
+  ExplainerModel e = fresh_model(ModelKind::Pg, *classifier);
+  auto& m = e.impl();
+  for (auto& p : m.params) p.requires_grad_(true);
+  const Classifier::Impl& net = classifier->impl();
+  torch::optim::Adam adam(m.params, torch::optim::AdamOptions(opt.lr));
+  std::mt19937_64 rng(opt.seed);
+  std::vector<size_t> order(samples.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  ExplainerTrainReport r;
+  r.groups = static_cast<int64_t>(samples.size());
+  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+    const double tau = opt.temperature_start *
+                       std::pow(opt.temperature_end / opt.temperature_start, static_cast<double>(epoch) / opt.epochs);
+    std::shuffle(order.begin(), order.end(), rng);
+    double total = 0;
+    for (size_t at = 0; at < order.size(); at += static_cast<size_t>(opt.batch)) {
+      const std::span<const size_t> idx(order.data() + at, std::min<size_t>(opt.batch, order.size() - at));
+      const Batch b = make_batch(samples, idx);
+      torch::Tensor emb;
+      {
+        torch::NoGradGuard no_grad;
+        emb = net.embed(b);
+      }
+      const torch::Tensor omega = pg_logits(m, b, emb);
+      const torch::Tensor u = torch::rand({b.edges}).clamp(1e-6, 1 - 1e-6);  // bias 0: U(0, 1)
+      const torch::Tensor mask = torch::sigmoid((torch::log(u) - torch::log(1 - u) + omega) / tau);
+      const auto graphs = static_cast<int64_t>(idx.size());
+      // Keep the verdict "invalid" (class 0) with as few and as decided edges as possible.
+      const torch::Tensor ce = torch::nn::functional::cross_entropy(net.forward(b, mask),
+                                                                    torch::zeros({graphs}, torch::kInt64));
+      const torch::Tensor sq = 0.99 * mask + 0.005;
+      const torch::Tensor ent = (-sq * torch::log(sq) - (1 - sq) * torch::log(1 - sq)).mean();
+      const torch::Tensor loss =
+          ce + opt.edge_size * mask.sum() / static_cast<double>(graphs) + opt.edge_entropy * ent;
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+      total += loss.item<double>() * static_cast<double>(graphs);
+    }
+    r.epoch_loss.push_back(total / static_cast<double>(samples.size()));
+  }
+  return finish_training(std::move(e), std::move(r), t0, report);
+}
+
+std::unique_ptr<Explainer> make_pg_explainer(std::shared_ptr<const Classifier> classifier,
+                                             std::shared_ptr<const ExplainerModel> model, const FeatureTable& features,
+                                             double fraction) {
+  if (model->kind() != ModelKind::Pg) throw std::logic_error("make_pg_explainer: not a PGExplainer model");
+  check_pair(*classifier, *model, features);
+  return std::make_unique<PgExplainer>(std::move(classifier), std::move(model), features, fraction);
+}
+
+// ---- RG-Explainer ---------------------------------------------------------------------------
+
+namespace {
+
+constexpr double kPprAlpha = 0.85;  // [RG]: personalised PageRank smoothing, k = 3 steps
+constexpr int kPprSteps = 3;
+
+// One group as RG sees it: its sample, neighbours, normalised adjacency and frozen embeddings.
+struct RgGraph {
+  const FeatureTable* features = nullptr;
+  Group nodes;
+  double beta = 0;
+  GraphSample sample;
+  std::vector<std::vector<int32_t>> nbr;  // undirected, local indices
+  torch::Tensor adj;                      // D^-1/2 A D^-1/2, N × N
+  torch::Tensor z;                        // classifier node embeddings, N × H
+  torch::Tensor mean_emb;                 // H
+  torch::Tensor locator_in;               // [mean emb ‖ z_i], N × 2H
+};
+
+RgGraph prepare(const Classifier::Impl& net, const FeatureTable& features, std::span<const int32_t> nodes,
+                double beta) {
+  torch::NoGradGuard no_grad;
+  RgGraph g;
+  g.features = &features;
+  g.nodes.assign(nodes.begin(), nodes.end());
+  g.beta = beta;
+  g.sample = features.sample(nodes, beta);
+  const int32_t n = g.sample.nodes;
+  g.nbr.resize(n);
+  std::vector<float> a(static_cast<size_t>(n) * n, 0.0f);
+  for (size_t e = 0; e < g.sample.src.size(); ++e) {
+    const int32_t u = g.sample.src[e], v = g.sample.dst[e];
+    g.nbr[u].push_back(v);
+    g.nbr[v].push_back(u);
+  }
+  for (int32_t u = 0; u < n; ++u)
+    for (int32_t v : g.nbr[u])
+      a[static_cast<size_t>(u) * n + v] =
+          static_cast<float>(1.0 / std::sqrt(static_cast<double>(g.nbr[u].size() * g.nbr[v].size())));
+  g.adj = torch::from_blob(a.data(), {n, n}, torch::kFloat32).clone();
+  const Batch b = make_batch(g.sample);
+  g.z = net.embed(b);
+  g.mean_emb = g.z.mean(0);
+  g.locator_in = torch::cat({g.mean_emb.unsqueeze(0).expand({n, g.z.size(1)}), g.z}, 1);
+  return g;
+}
+
+torch::Tensor locator_scores(const std::vector<torch::Tensor>& p, const torch::Tensor& in) {
+  torch::Tensor h = torch::relu(linear(in, p[kLoc0W], p[kLoc0B]));
+  h = torch::relu(linear(h, p[kLoc1W], p[kLoc1B]));
+  return linear(h, p[kLoc2W], p[kLoc2B]).squeeze(1);
+}
+
+struct Episode {
+  std::vector<int32_t> set;    // local indices, in insertion order; set[0] is the seed
+  torch::Tensor log_prob;      // Σ log π(action) (training only)
+  double reward = 0;
+};
+
+// Grows a set from `seed`: greedy when `rng` is null, else sampling π. With `grad`, keeps the
+// graph of Σ log π for REINFORCE.
+Episode grow(const std::vector<torch::Tensor>& p, const RgGraph& g, int32_t seed, int max_size, std::mt19937_64* rng,
+             bool grad) {
+  const int32_t n = g.sample.nodes;
+  Episode ep;
+  ep.set = {seed};
+  std::vector<uint8_t> in_set(n, 0);
+  in_set[seed] = 1;
+  const torch::Tensor x = torch::from_blob(const_cast<float*>(g.sample.x.data()), {n, feature_count()}, torch::kFloat32);
+  const torch::Tensor attributes = linear(x, p[kAttrW], p[kAttrB]);
+  torch::Tensor total = torch::zeros({});
+  std::vector<float> ind(static_cast<size_t>(n) * 2);
+  std::vector<int64_t> boundary;
+  while (static_cast<int>(ep.set.size()) < max_size) {
+    boundary.clear();
+    for (int32_t u : ep.set)
+      for (int32_t v : g.nbr[u])
+        if (!in_set[v]) boundary.push_back(v), in_set[v] = 2;
+    for (int64_t v : boundary) in_set[v] = 0;
+    if (boundary.empty()) break;
+    std::sort(boundary.begin(), boundary.end());
+    // Seed and in-set indicators, smoothed by personalised PageRank: p ← α Â p + (1 − α) p₀.
+    for (int32_t v = 0; v < n; ++v) {
+      ind[2 * v] = v == seed ? 1.0f : 0.0f;
+      ind[2 * v + 1] = in_set[v] ? 1.0f : 0.0f;
+    }
+    torch::Tensor ppr;
+    {
+      torch::NoGradGuard no_grad;
+      const torch::Tensor p0 = torch::from_blob(ind.data(), {n, 2}, torch::kFloat32).clone();
+      ppr = p0;
+      for (int k = 0; k < kPprSteps; ++k) ppr = kPprAlpha * g.adj.mm(ppr) + (1 - kPprAlpha) * p0;
+    }
+    torch::Tensor h = ppr.mm(p[kIndW].t()) + attributes;
+    h = swish(linear(h, p[kBlk0W], p[kBlk0B]));
+    h = swish(linear(h, p[kBlk1W], p[kBlk1B]));
+    const torch::Tensor cand = torch::tensor(boundary, torch::kInt64);
+    const torch::Tensor node_logp = torch::log_softmax(linear(h.index_select(0, cand), p[kNodeW], p[kNodeB]).squeeze(1), 0);
+    std::vector<int64_t> members(ep.set.begin(), ep.set.end());
+    const torch::Tensor hs = h.index_select(0, torch::tensor(members, torch::kInt64));
+    const torch::Tensor att = torch::softmax(linear(hs, p[kAttnW], p[kAttnB]).squeeze(1), 0);
+    const torch::Tensor pooled = (att.unsqueeze(1) * hs).sum(0, true);
+    const torch::Tensor stop_logp = torch::log_softmax(linear(pooled, p[kStopW], p[kStopB]).squeeze(0), 0);  // (go, stop)
+    // Actions: 0 = STOP (not before the set holds an edge), 1 + i = add boundary[i].
+    const bool may_stop = ep.set.size() >= 2;
+    const torch::Tensor action_logp =
+        may_stop ? torch::cat({stop_logp.narrow(0, 1, 1), stop_logp[0] + node_logp}) : node_logp;
+    int64_t a = 0;
+    {
+      const torch::Tensor lp = action_logp.detach().contiguous();
+      const float* v = lp.data_ptr<float>();
+      const int64_t k = lp.numel();
+      if (rng) {
+        std::vector<double> w(k);
+        for (int64_t i = 0; i < k; ++i) w[i] = std::exp(static_cast<double>(v[i]));
+        a = std::discrete_distribution<int64_t>(w.begin(), w.end())(*rng);
+      } else {
+        a = std::max_element(v, v + k) - v;  // first of equal maxima
+      }
+    }
+    if (grad) total = total + action_logp[a];
+    if (may_stop && a == 0) break;
+    const auto v = static_cast<int32_t>(boundary[static_cast<size_t>(a - (may_stop ? 1 : 0))]);
+    ep.set.push_back(v);
+    in_set[v] = 1;
+  }
+  ep.log_prob = total;
+  return ep;
+}
+
+// R(S) = −[CE(f(G[S]), invalid) + size·|E(S)| + radius·depth(S) + sim·‖mean emb(G[S]) − mean emb(G)‖].
+double reward(const Classifier::Impl& net, const RgGraph& g, const std::vector<int32_t>& set, const RgTrainOptions& opt) {
+  torch::NoGradGuard no_grad;
+  Group sub;
+  for (int32_t v : set) sub.push_back(g.nodes[v]);
+  std::sort(sub.begin(), sub.end());
+  const GraphSample s = g.features->sample(sub, g.beta);
+  const Batch b = make_batch(s);
+  const torch::Tensor h = net.embed(b);
+  const double ce = -torch::log_softmax(net.head(Classifier::Impl::readout(b, h)), 1)[0][0].item<double>();
+  const double sim = (h.mean(0) - g.mean_emb).norm().item<double>();
+  // Depth: the largest hop distance from the seed inside the set.
+  std::vector<int32_t> dist(g.sample.nodes, -1), queue = {set[0]};
+  std::vector<uint8_t> member(g.sample.nodes, 0);
+  for (int32_t v : set) member[v] = 1;
+  dist[set[0]] = 0;
+  int32_t depth = 0;
+  for (size_t q = 0; q < queue.size(); ++q)
+    for (int32_t w : g.nbr[queue[q]])
+      if (member[w] && dist[w] < 0) dist[w] = dist[queue[q]] + 1, depth = std::max(depth, dist[w]), queue.push_back(w);
+  return -(ce + opt.size_reg * static_cast<double>(s.src.size()) + opt.radius_penalty * depth + opt.sim_reg * sim);
+}
+
+class RgExplainer final : public Explainer {
+ public:
+  RgExplainer(std::shared_ptr<const Classifier> c, std::shared_ptr<const ExplainerModel> m, const FeatureTable& f,
+              int max_size)
+      : classifier_(std::move(c)), model_(std::move(m)), features_(&f), max_size_(max_size) {}
+  std::string_view name() const override { return "rg"; }
+
+  Explanation explain(std::span<const int32_t> group, Evaluator& ev, Workspace&) override {
+    Explanation out;
+    if (group.size() < 2) return out;
+    torch::NoGradGuard no_grad;
+    const RgGraph g = prepare(classifier_->impl(), *features_, group, ev.problem().beta);
+    if (g.sample.src.empty()) return out;
+    const auto& p = model_->impl().params;
+    const torch::Tensor scores = locator_scores(p, g.locator_in).contiguous();
+    const float* sc = scores.data_ptr<float>();
+    const auto seed = static_cast<int32_t>(std::max_element(sc, sc + g.sample.nodes) - sc);
+    const Episode ep = grow(p, g, seed, max_size_, nullptr, false);
+    // The edges inside the set, ranked by when their later end joined it ([RG] prepare_mask).
+    std::vector<int32_t> position(g.sample.nodes, -1);
+    for (size_t i = 0; i < ep.set.size(); ++i) position[ep.set[i]] = static_cast<int32_t>(i);
+    std::vector<std::pair<int32_t, int32_t>> ranked;  // (later position, edge index)
+    for (size_t e = 0; e < g.sample.src.size(); ++e) {
+      const int32_t a = position[g.sample.src[e]], b = position[g.sample.dst[e]];
+      if (a >= 0 && b >= 0) ranked.emplace_back(std::max(a, b), static_cast<int32_t>(e));
+    }
+    std::sort(ranked.begin(), ranked.end());
+    for (const auto& [pos, e] : ranked) out.edges.push_back(g.sample.edge_ids[e]);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<const Classifier> classifier_;
+  std::shared_ptr<const ExplainerModel> model_;
+  const FeatureTable* features_;
+  int max_size_;
+};
+
+// Fits the locator by KL(softmax(rewards of the greedy explanation grown from each node) ‖
+// softmax(scores)) on a fixed subset of groups.
+void fit_locator(const Classifier::Impl& net, ExplainerModel::Impl& m, const std::vector<RgGraph>& graphs,
+                 std::span<const size_t> subset, const RgTrainOptions& opt) {
+  std::vector<torch::Tensor> targets;
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t gi : subset) {
+      const RgGraph& g = graphs[gi];
+      std::vector<float> r(g.sample.nodes);
+      for (int32_t v = 0; v < g.sample.nodes; ++v)
+        r[v] = static_cast<float>(reward(net, g, grow(m.params, g, v, opt.max_size, nullptr, false).set, opt));
+      targets.push_back(torch::softmax(torch::tensor(r), 0));
+    }
+  }
+  std::vector<torch::Tensor> loc = m.slice(0, kLocatorTensors);
+  torch::optim::Adam adam(loc, torch::optim::AdamOptions(opt.locator_lr));
+  for (int it = 0; it < opt.locator_iterations; ++it) {
+    torch::Tensor loss = torch::zeros({});
+    for (size_t k = 0; k < subset.size(); ++k) {
+      const torch::Tensor logq = torch::log_softmax(locator_scores(m.params, graphs[subset[k]].locator_in), 0);
+      loss = loss + (targets[k] * (torch::log(targets[k] + 1e-12) - logq)).sum();
+    }
+    loss = loss / static_cast<double>(subset.size());
+    adam.zero_grad();
+    loss.backward();
+    adam.step();
+  }
+}
+
+}  // namespace
+
+ExplainerModel train_rg_explainer(std::shared_ptr<const Classifier> classifier, std::span<const GroupAtBuffer> invalid,
+                                  const RgTrainOptions& opt, ExplainerTrainReport* report) {
+  if (opt.epochs < 1 || opt.batch < 1 || !(opt.lr > 0) || opt.max_size < 2 || opt.locator_every < 1 ||
+      opt.locator_iterations < 0 || opt.locator_groups < 1)
+    throw InputError({}, "--epochs", "epochs, batch, learning rates, locator settings and max size must be positive");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Classifier::Impl& net = classifier->impl();
+  std::vector<RgGraph> graphs;
+  for (const GroupAtBuffer& g : invalid) {
+    if (g.nodes.size() < 2) continue;
+    RgGraph rg = prepare(net, *g.features, g.nodes, g.beta_bytes);
+    if (!rg.sample.src.empty()) graphs.push_back(std::move(rg));
+  }
+  if (graphs.empty()) throw InputError({}, "--groups", "no invalid group with an internal edge to train on");
+  torch::manual_seed(opt.seed);
+  ExplainerModel e = fresh_model(ModelKind::Rg, *classifier);
+  auto& m = e.impl();
+  for (auto& p : m.params) p.requires_grad_(true);
+  std::mt19937_64 rng(opt.seed);
+  std::vector<size_t> order(graphs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::vector<size_t> locator_subset = order;
+  std::shuffle(locator_subset.begin(), locator_subset.end(), rng);
+  locator_subset.resize(std::min<size_t>(locator_subset.size(), static_cast<size_t>(opt.locator_groups)));
+  torch::optim::Adam adam(m.slice(kLocatorTensors, kRgTensors), torch::optim::AdamOptions(opt.lr));
+  ExplainerTrainReport r;
+  r.groups = static_cast<int64_t>(graphs.size());
+  double baseline = 0;
+  bool have_baseline = false;
+  for (int epoch = 0; epoch < opt.epochs; ++epoch) {
+    if (epoch % opt.locator_every == 0) fit_locator(net, m, graphs, locator_subset, opt);
+    std::shuffle(order.begin(), order.end(), rng);
+    double total = 0;
+    for (size_t at = 0; at < order.size(); at += static_cast<size_t>(opt.batch)) {
+      const size_t count = std::min<size_t>(opt.batch, order.size() - at);
+      std::vector<Episode> eps;
+      double mean = 0;
+      for (size_t k = 0; k < count; ++k) {
+        const RgGraph& g = graphs[order[at + k]];
+        // Seeds drawn from the locator (exploration); the explainer itself takes its argmax.
+        int32_t seed = 0;
+        {
+          torch::NoGradGuard no_grad;
+          const torch::Tensor pr = torch::softmax(locator_scores(m.params, g.locator_in), 0).contiguous();
+          const float* v = pr.data_ptr<float>();
+          seed = static_cast<int32_t>(std::discrete_distribution<int32_t>(v, v + pr.numel())(rng));
+        }
+        Episode ep = grow(m.params, g, seed, opt.max_size, &rng, true);
+        ep.reward = reward(net, g, ep.set, opt);
+        mean += ep.reward;
+        eps.push_back(std::move(ep));
+      }
+      mean /= static_cast<double>(count);
+      // REINFORCE with a moving-average baseline; every action of an episode shares its reward.
+      if (!have_baseline) baseline = mean, have_baseline = true;
+      torch::Tensor loss = torch::zeros({});
+      for (const Episode& ep : eps) loss = loss - (ep.reward - baseline) * ep.log_prob;
+      loss = loss / static_cast<double>(count);
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+      baseline = 0.9 * baseline + 0.1 * mean;
+      total += mean * static_cast<double>(count);
+    }
+    r.epoch_loss.push_back(total / static_cast<double>(graphs.size()));
+  }
+  return finish_training(std::move(e), std::move(r), t0, report);
+}
+
+std::unique_ptr<Explainer> make_rg_explainer(std::shared_ptr<const Classifier> classifier,
+                                             std::shared_ptr<const ExplainerModel> model, const FeatureTable& features,
+                                             int max_size) {
+  if (model->kind() != ModelKind::Rg) throw std::logic_error("make_rg_explainer: not an RG-Explainer model");
+  check_pair(*classifier, *model, features);
+  return std::make_unique<RgExplainer>(std::move(classifier), std::move(model), features, max_size);
+}
+
+}  // namespace mapfuse::get::gnn
