@@ -3,11 +3,31 @@
 // record the study file stores under /schedules.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <limits>
+
 #include "cli/schedule_record.hpp"
 #include "cli/schedule_run.hpp"
 #include "cli/study_units.hpp"
+#include "engine/search/stream/allocation.hpp"
 
 namespace mapfuse::cli {
+namespace {
+
+// The allocation chosen, per layer its cores in network order: "conv1: c0,c1; relu1: c2" (the
+// unit's best_mapping, as `mapfuse schedule --json`'s "allocation").
+std::string allocation_text(const Workload& w, const Architecture& arch, const TileSet& tiles, const std::vector<int>& cores) {
+  const auto per_layer = layer_cores(w, tiles, cores);
+  std::string out;
+  for (size_t l = 0; l < w.einsums.size(); ++l) {
+    out += (l ? "; " : "") + w.einsums[l].name + ":";
+    for (size_t k = 0; k < per_layer[l].size(); ++k)
+      out += (k ? "," : " ") + arch.cores[size_t(per_layer[l][k])].name;
+  }
+  return out;
+}
+
+}  // namespace
 
 UnitResult run_schedule_unit(const WorkUnit& unit) {
   const nlohmann::json p = nlohmann::json::parse(unit.payload);
@@ -21,6 +41,16 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
   spec.tile_costs = p.at("tile_costs").get<std::string>();
   spec.semantics = p.at("semantics").get<std::string>();
   spec.fold_unary = p.at("fold_unary").get<bool>();
+  if (const auto it = p.find("ga"); it != p.end()) {
+    spec.ga.generations = it->at("generations").get<int>();
+    spec.ga.population = it->at("population").get<int>();
+    spec.ga.seed = it->at("seed").get<uint64_t>();
+  }
+  if (const auto it = p.find("waco"); it != p.end()) {
+    spec.waco.max_parallelism = it->at("max_parallelism").get<int>();
+    spec.waco.time_limit_s = it->at("time_limit_s").get<double>();
+    spec.waco.seed = it->at("seed").get<int>();
+  }
   const ScheduleRun run = run_schedule(spec);
   const coala::Schedule& s = run.schedule;
   UnitResult r;
@@ -45,6 +75,36 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
     metric("tile_cost_seconds", run.tile_cost_stats.seconds);
   }
   metric("schedule_seconds", run.seconds.at("schedule").get<double>());
+  // The allocation's search (`mapfuse schedule --json`'s search_seconds): the GA's generations
+  // (its candidate costs are tile_cost_seconds), WACO's candidate costs, models and CBC.
+  metric("search_seconds", run.ga ? run.ga->seconds : run.seconds.at("allocation").get<double>());
+  if (run.ga) {
+    const GaResult& ga = *run.ga;
+    metric("ga_genes", double(run.ga_genes));
+    metric("ga_evaluations", double(ga.evaluations));
+    metric("ga_infeasible", double(ga.infeasible));
+    metric("ga_front", double(ga.front.size()));
+    // Best so far per generation (seconds are not timed per generation: NaN).
+    for (const GaGeneration& e : ga.trace)
+      r.trace.push_back({std::numeric_limits<double>::quiet_NaN(), e.evaluations, e.best_edp});
+    for (const GaPoint& pt : ga.front) r.pareto.push_back({pt.energy_pj, pt.latency_cc, {}});
+  }
+  if (run.waco) {
+    const WacoResult& wr = *run.waco;
+    double gap = 0, optimal = 0;
+    for (const WacoStack& st : wr.stacks) {
+      gap = std::max(gap, st.solution.gap);
+      optimal += st.solution.optimal;
+    }
+    metric("waco_cost_seconds", wr.cost_seconds);
+    metric("waco_solve_seconds", wr.solve_seconds);
+    metric("waco_stacks", double(wr.stacks.size()));
+    metric("waco_optimal_stacks", optimal);
+    metric("waco_max_gap", gap);
+    metric("waco_steady_tile_share", wr.summary.tile_share());
+    metric("waco_steady_mac_share", wr.summary.mac_share());
+  }
+  r.best_mapping = allocation_text(run.workload, run.arch, run.graph.tiles, run.core_of_tile);
   // The group's name: the label without spaces and slashes, then the unit id (two entries may
   // schedule one workload on one architecture with different allocations).
   std::string name;
