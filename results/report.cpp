@@ -430,9 +430,13 @@ std::string schedule_methods_markdown(const StudyFile& s) {
     for (const UnitResult* r : c.done) logs += std::log(r->edp);
     const double gm = std::exp(logs / double(c.done.size()));
     const double best = group_best.at({c.workload, c.arch, c.mode});
-    out += fmt::format("| {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {:.6g} | {:.6g} | {:.3f} | {:.2f} | {:.3f}x |\n", c.workload,
-                       c.arch, c.mode, c.method, runs, b->edp, gm, b->cycles, b->energy_pj, mean_metric(c.done, "search_seconds"),
-                       mean_metric(c.done, "tile_cost_seconds"), b->edp / best);
+    auto seconds = [&](const char* name, const char* f) {
+      const double v = mean_metric(c.done, name);
+      return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(f), v);
+    };
+    out += fmt::format("| {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {:.6g} | {:.6g} | {} | {} | {:.3f}x |\n", c.workload,
+                       c.arch, c.mode, c.method, runs, b->edp, gm, b->cycles, b->energy_pj, seconds("search_seconds", "{:.3f}"),
+                       seconds("tile_cost_seconds", "{:.2f}"), b->edp / best);
   }
   return out + "\n";
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
 #include "partitioners/study.hpp"
 #include "results/hdf5_writer.hpp"
@@ -179,4 +180,29 @@ TEST_CASE("stream study: the report's tables per method and per architecture") {
   one.results = {f.results[3]};
   CHECK(schedule_methods_markdown(one).empty());
   CHECK(schedule_arch_markdown(one).empty());
+}
+
+TEST_CASE("stream study: the Fig. 13-16 studies parse, their systems load, and they cut into the units described") {
+  // experiments/stream_fig13.toml: GA x 3 seeds, WACO p = 1 x 3, WACO x 3, greedy; Fig. 14: 3
+  // workloads x 2 modes; Fig. 15: 3 x 19 systems x 2; Fig. 16: 3 x 19 x 2 budgets, fused.
+  const std::vector<std::pair<std::string, size_t>> studies = {
+      {"stream_fig13", 10}, {"stream_fig14", 6}, {"stream_fig15", 114}, {"stream_fig16", 114}};
+  for (const auto& [name, count] : studies) {
+    CAPTURE(name);
+    const Study s = load_study(test::source_dir("experiments/" + name + ".toml"));
+    const std::vector<WorkUnit> units = partition_study(s, &no_layers);
+    CHECK(units.size() == count);
+    std::set<std::string> archs;
+    for (const StudySchedule& e : s.schedule)
+      for (const std::string& a : e.architectures) archs.insert(a);
+    for (const std::string& a : archs) {
+      CAPTURE(a);
+      const Architecture arch = load_architecture(a);
+      // Every system has the pooling and SIMD cores beside its MAC cores (ResNet-18's pools and adds).
+      int pool = 0, simd = 0;
+      for (const Core& c : arch.cores) pool += c.can_run(OpKind::Pool), simd += c.can_run(OpKind::Elementwise);
+      CHECK(pool == 1);
+      CHECK(simd == 1);
+    }
+  }
 }
