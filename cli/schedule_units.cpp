@@ -27,6 +27,32 @@ std::string allocation_text(const Workload& w, const Architecture& arch, const T
   return out;
 }
 
+// Length of the union of [start, end) intervals, and of the part of `b`'s union outside `a`'s.
+std::pair<double, double> union_and_outside(std::vector<std::pair<double, double>> a, std::vector<std::pair<double, double>> b) {
+  auto merge = [](std::vector<std::pair<double, double>>& v) {
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<double, double>> out;
+    for (const auto& [s, e] : v) {
+      if (!(e > s)) continue;
+      if (!out.empty() && s <= out.back().second) out.back().second = std::max(out.back().second, e);
+      else out.push_back({s, e});
+    }
+    v = std::move(out);
+  };
+  merge(a);
+  merge(b);
+  double ua = 0, outside = 0;
+  for (const auto& [s, e] : a) ua += e - s;
+  size_t k = 0;
+  for (const auto& [s, e] : b) {
+    double covered = 0;
+    while (k < a.size() && a[k].second <= s) ++k;
+    for (size_t j = k; j < a.size() && a[j].first < e; ++j) covered += std::min(e, a[j].second) - std::max(s, a[j].first);
+    outside += (e - s) - covered;
+  }
+  return {ua, outside};
+}
+
 }  // namespace
 
 UnitResult run_schedule_unit(const WorkUnit& unit) {
@@ -69,6 +95,17 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
   for (size_t c = 0; c < run.problem.cores.size() && c < s.peak_memory_bits.size(); ++c)
     if (!run.problem.cores[c].offchip) peak = std::max(peak, s.peak_memory_bits[c]);
   metric("peak_core_memory_bits", peak);
+  // Where the latency goes (Stream's Fig. 14 splits it into computation and communication): the
+  // time some CT computes, and the time only transfers run (broadcast copies, free on the links, aside).
+  {
+    std::vector<std::pair<double, double>> computing, moving;
+    for (const coala::ScheduledTile& t : s.tiles) computing.push_back({t.start, t.end});
+    for (const coala::Transfer& t : s.transfers)
+      if (t.occupies_links) moving.push_back({t.start, t.end});
+    const auto [busy, comm_only] = union_and_outside(std::move(computing), std::move(moving));
+    metric("compute_busy_cc", busy);
+    metric("comm_only_cc", comm_only);
+  }
   if (run.mapped) {
     metric("tile_cost_unique_keys", double(run.tile_cost_stats.unique_keys));
     metric("tile_cost_mapper_calls", double(run.tile_cost_stats.mapper_calls));

@@ -100,6 +100,25 @@ for u in (w, p1):
     assert u["m"]["waco_optimal_stacks"] == u["m"]["waco_stacks"] == 1 and u["m"]["waco_max_gap"] == 0, u["m"]
 assert w["alloc"].count("tpu_like_") == 8 and p1["alloc"].count("tpu_like_") == 2, (w["alloc"], p1["alloc"])
 assert w["cycles"] < p1["cycles"], (w["cycles"], p1["cycles"])
+# Where the latency goes, recomputed from the stored schedules: the union of the CTs' intervals and
+# the time only link-occupying transfers run.
+f = h5py.File(sys.argv[1])
+def union(iv):
+    out = []
+    for s, e in sorted(iv):
+        if e <= s: continue
+        if out and s <= out[-1][1]: out[-1][1] = max(out[-1][1], e)
+        else: out.append([s, e])
+    return out
+for label, u in local.items():
+    [name] = [n for n in f["schedules"] if n.startswith(label.split(" ", 1)[1].replace(" ", "_") + "_")]
+    g = f["schedules"][name]
+    busy = union([(t["start"], t["end"]) for t in g["tiles"][...]])
+    moving = union([(t["start"], t["end"]) for t in g["transfers"][...] if t["occupies_links"]])
+    only = sum(e - s for s, e in moving) - sum(max(0, min(e, b) - max(s, a)) for s, e in moving for a, b in busy)
+    assert abs(u["m"]["compute_busy_cc"] - sum(e - s for s, e in busy)) <= 1e-6, (label, u["m"])
+    assert abs(u["m"]["comm_only_cc"] - only) <= 1e-6 and 0 <= only <= u["cycles"], (label, only, u["m"])
+    assert u["m"]["compute_busy_cc"] + only <= u["cycles"] + 1e-6, (label, u["m"])
 PY
 "$bin" report "$tmp/local/s.h5" >"$tmp/report.md"
 grep -q "## Allocation methods per workload, architecture and mode" "$tmp/report.md"
