@@ -3,11 +3,57 @@
 // record the study file stores under /schedules.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <limits>
+
 #include "cli/schedule_record.hpp"
 #include "cli/schedule_run.hpp"
 #include "cli/study_units.hpp"
+#include "engine/search/stream/allocation.hpp"
 
 namespace mapfuse::cli {
+namespace {
+
+// The allocation chosen, per layer its cores in network order: "conv1: c0,c1; relu1: c2" (the
+// unit's best_mapping, as `mapfuse schedule --json`'s "allocation").
+std::string allocation_text(const Workload& w, const Architecture& arch, const TileSet& tiles, const std::vector<int>& cores) {
+  const auto per_layer = layer_cores(w, tiles, cores);
+  std::string out;
+  for (size_t l = 0; l < w.einsums.size(); ++l) {
+    out += (l ? "; " : "") + w.einsums[l].name + ":";
+    for (size_t k = 0; k < per_layer[l].size(); ++k)
+      out += (k ? "," : " ") + arch.cores[size_t(per_layer[l][k])].name;
+  }
+  return out;
+}
+
+// Length of the union of [start, end) intervals, and of the part of `b`'s union outside `a`'s.
+std::pair<double, double> union_and_outside(std::vector<std::pair<double, double>> a, std::vector<std::pair<double, double>> b) {
+  auto merge = [](std::vector<std::pair<double, double>>& v) {
+    std::sort(v.begin(), v.end());
+    std::vector<std::pair<double, double>> out;
+    for (const auto& [s, e] : v) {
+      if (!(e > s)) continue;
+      if (!out.empty() && s <= out.back().second) out.back().second = std::max(out.back().second, e);
+      else out.push_back({s, e});
+    }
+    v = std::move(out);
+  };
+  merge(a);
+  merge(b);
+  double ua = 0, outside = 0;
+  for (const auto& [s, e] : a) ua += e - s;
+  size_t k = 0;
+  for (const auto& [s, e] : b) {
+    double covered = 0;
+    while (k < a.size() && a[k].second <= s) ++k;
+    for (size_t j = k; j < a.size() && a[j].first < e; ++j) covered += std::min(e, a[j].second) - std::max(s, a[j].first);
+    outside += (e - s) - covered;
+  }
+  return {ua, outside};
+}
+
+}  // namespace
 
 UnitResult run_schedule_unit(const WorkUnit& unit) {
   const nlohmann::json p = nlohmann::json::parse(unit.payload);
@@ -21,6 +67,16 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
   spec.tile_costs = p.at("tile_costs").get<std::string>();
   spec.semantics = p.at("semantics").get<std::string>();
   spec.fold_unary = p.at("fold_unary").get<bool>();
+  if (const auto it = p.find("ga"); it != p.end()) {
+    spec.ga.generations = it->at("generations").get<int>();
+    spec.ga.population = it->at("population").get<int>();
+    spec.ga.seed = it->at("seed").get<uint64_t>();
+  }
+  if (const auto it = p.find("waco"); it != p.end()) {
+    spec.waco.max_parallelism = it->at("max_parallelism").get<int>();
+    spec.waco.time_limit_s = it->at("time_limit_s").get<double>();
+    spec.waco.seed = it->at("seed").get<int>();
+  }
   const ScheduleRun run = run_schedule(spec);
   const coala::Schedule& s = run.schedule;
   UnitResult r;
@@ -39,12 +95,53 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
   for (size_t c = 0; c < run.problem.cores.size() && c < s.peak_memory_bits.size(); ++c)
     if (!run.problem.cores[c].offchip) peak = std::max(peak, s.peak_memory_bits[c]);
   metric("peak_core_memory_bits", peak);
+  // Where the latency goes (Stream's Fig. 14 splits it into computation and communication): the
+  // time some CT computes, and the time only transfers run (broadcast copies, free on the links, aside).
+  {
+    std::vector<std::pair<double, double>> computing, moving;
+    for (const coala::ScheduledTile& t : s.tiles) computing.push_back({t.start, t.end});
+    for (const coala::Transfer& t : s.transfers)
+      if (t.occupies_links) moving.push_back({t.start, t.end});
+    const auto [busy, comm_only] = union_and_outside(std::move(computing), std::move(moving));
+    metric("compute_busy_cc", busy);
+    metric("comm_only_cc", comm_only);
+  }
   if (run.mapped) {
     metric("tile_cost_unique_keys", double(run.tile_cost_stats.unique_keys));
     metric("tile_cost_mapper_calls", double(run.tile_cost_stats.mapper_calls));
     metric("tile_cost_seconds", run.tile_cost_stats.seconds);
   }
   metric("schedule_seconds", run.seconds.at("schedule").get<double>());
+  // The allocation's search (`mapfuse schedule --json`'s search_seconds): the GA's generations
+  // (its candidate costs are tile_cost_seconds), WACO's candidate costs, models and CBC.
+  metric("search_seconds", run.ga ? run.ga->seconds : run.seconds.at("allocation").get<double>());
+  if (run.ga) {
+    const GaResult& ga = *run.ga;
+    metric("ga_genes", double(run.ga_genes));
+    metric("ga_evaluations", double(ga.evaluations));
+    metric("ga_infeasible", double(ga.infeasible));
+    metric("ga_front", double(ga.front.size()));
+    // Best so far per generation (seconds are not timed per generation: NaN).
+    for (const GaGeneration& e : ga.trace)
+      r.trace.push_back({std::numeric_limits<double>::quiet_NaN(), e.evaluations, e.best_edp});
+    for (const GaPoint& pt : ga.front) r.pareto.push_back({pt.energy_pj, pt.latency_cc, {}});
+  }
+  if (run.waco) {
+    const WacoResult& wr = *run.waco;
+    double gap = 0, optimal = 0;
+    for (const WacoStack& st : wr.stacks) {
+      gap = std::max(gap, st.solution.gap);
+      optimal += st.solution.optimal;
+    }
+    metric("waco_cost_seconds", wr.cost_seconds);
+    metric("waco_solve_seconds", wr.solve_seconds);
+    metric("waco_stacks", double(wr.stacks.size()));
+    metric("waco_optimal_stacks", optimal);
+    metric("waco_max_gap", gap);
+    metric("waco_steady_tile_share", wr.summary.tile_share());
+    metric("waco_steady_mac_share", wr.summary.mac_share());
+  }
+  r.best_mapping = allocation_text(run.workload, run.arch, run.graph.tiles, run.core_of_tile);
   // The group's name: the label without spaces and slashes, then the unit id (two entries may
   // schedule one workload on one architecture with different allocations).
   std::string name;

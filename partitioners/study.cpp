@@ -196,9 +196,42 @@ StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::f
   e.modes = strings(g, raw, "modes", e.modes);
   for (const std::string& m : e.modes)
     if (m != "fused" && m != "lbl") g.fail("modes", "unknown mode '" + m + "'; expected fused or lbl" + did_you_mean(m, {"fused", "lbl"}));
-  e.allocation = resolve(g.opt_str("allocation").value_or(e.allocation));
-  if (e.allocation != "greedy" && !std::filesystem::is_regular_file(e.allocation))
-    g.fail("allocation", "cannot read allocation file '" + e.allocation + "' (or write greedy)");
+  e.allocation = g.opt_str("allocation").value_or(e.allocation);
+  if (e.allocation != "ga" && e.allocation != "waco") e.allocation = resolve(e.allocation);
+  if (e.allocation != "greedy" && !e.searched() && !std::filesystem::is_regular_file(e.allocation))
+    g.fail("allocation", "cannot read allocation file '" + e.allocation + "'; expected greedy, ga, waco or an allocation file" +
+                             did_you_mean(e.allocation, {"greedy", "ga", "waco"}));
+  // Each search's knobs; a knob of another method is an error rather than silently unused.
+  auto only_for = [&](const char* key, const char* method) {
+    if (g.has(key) && e.allocation != method)
+      g.fail(key, fmt::format("a knob of allocation = \"{}\" (this entry's allocation is '{}')", method, e.allocation));
+  };
+  for (const char* key : {"generations", "population"}) only_for(key, "ga");
+  for (const char* key : {"max_parallelism", "time_limit"}) only_for(key, "waco");
+  auto integer = [&](const char* key, int def, int64_t lo) {
+    const int64_t v = g.opt_integer(key).value_or(def);
+    if (v < lo || v > 1'000'000) g.fail(key, fmt::format("must be an integer from {} to 1000000", lo));
+    return int(v);
+  };
+  e.generations = integer("generations", e.generations, 0);
+  e.population = integer("population", e.population, 2);
+  e.max_parallelism = integer("max_parallelism", e.max_parallelism, 0);
+  e.time_limit_s = g.opt_number("time_limit").value_or(e.time_limit_s);
+  if (!(e.time_limit_s > 0) || !std::isfinite(e.time_limit_s)) g.fail("time_limit", "must be a positive number of seconds");
+  if (g.has("seeds")) {
+    if (!e.searched())
+      g.fail("seeds", "only a searched allocation (ga, waco) takes seeds; '" + e.allocation + "' is deterministic");
+    e.seeds.clear();
+    for (double x : numbers(g, raw, "seeds")) {
+      if (x != std::floor(x) || x < 0 || x > 2147483647) g.fail("seeds", "expected an array of non-negative integers");
+      if (std::find(e.seeds.begin(), e.seeds.end(), uint64_t(x)) != e.seeds.end())
+        g.fail("seeds", fmt::format("seed {} is listed twice", x));
+      e.seeds.push_back(static_cast<uint64_t>(x));
+    }
+  }
+  e.method = g.opt_str("method").value_or(schedule_method(e));
+  if (e.method.empty() || e.method.find_first_of(" \t/") != std::string::npos)
+    g.fail("method", "'" + e.method + "' cannot name a method in unit labels (no spaces or slashes)");
   e.stacks = g.opt_str("stacks").value_or(e.stacks);
   e.granularity = g.opt_str("granularity").value_or(e.granularity);
   e.tile_costs = resolve(g.opt_str("tile_costs").value_or(""));
@@ -572,40 +605,65 @@ std::vector<WorkUnit> partition_fused_study(const Study& s, const std::vector<st
   return units;
 }
 
-std::string schedule_label(const std::string& workload, const std::string& mode, const std::string& arch) {
-  auto stem = [](const std::string& x) {
-    const std::filesystem::path p(x);
-    return p.has_extension() ? p.stem().string() : x;
-  };
-  return fmt::format("schedule {} {} @ {}", stem(workload), mode, stem(arch));
+}  // namespace
+
+namespace {
+std::string file_stem(const std::string& x) {
+  const std::filesystem::path p(x);
+  return p.has_extension() ? p.stem().string() : x;
+}
+}  // namespace
+
+std::string schedule_method(const StudySchedule& e) {
+  if (e.allocation == "waco" && e.max_parallelism > 0) return fmt::format("waco_p{}", e.max_parallelism);
+  if (e.allocation == "greedy" || e.searched()) return e.allocation;
+  return file_stem(e.allocation);
 }
 
-// One unit per (entry, workload, architecture, mode); equal payloads run once.
+std::string schedule_label(const std::string& workload, const std::string& mode, const std::string& arch,
+                           const std::string& method, std::optional<uint64_t> seed) {
+  std::string out = fmt::format("schedule {} {} @ {}", file_stem(workload), mode, file_stem(arch));
+  if (seed) out += fmt::format(" {} seed {}", method, *seed);
+  return out;
+}
+
+namespace {
+
+// One unit per (entry, workload, architecture, mode, seed of a searched allocation); equal
+// payloads run once.
 std::vector<WorkUnit> partition_schedule_study(const Study& s) {
   std::vector<WorkUnit> units;
   std::set<std::string> ids;
   for (const StudySchedule& e : s.schedule)
     for (const std::string& w : e.workloads)
       for (const std::string& a : e.architectures)
-        for (const std::string& mode : e.modes) {
-          nlohmann::json p = {{"workload", w},           {"arch", a},
-                              {"mode", mode},            {"allocation", e.allocation},
-                              {"stacks", e.stacks},      {"granularity", e.granularity},
-                              {"tile_costs", e.tile_costs}, {"semantics", e.semantics},
-                              {"fold_unary", e.fold_unary}};
-          WorkUnit u;
-          u.kind = "schedule";
-          u.payload = p.dump();
-          u.id = stable_id(u.kind + "\n" + u.payload);
-          if (!ids.insert(u.id).second) continue;
-          u.label = schedule_label(w, mode, a);
-          u.columns = {UnitColumn::of_text("workload", w), UnitColumn::of_text("arch", a),
-                       UnitColumn::of_text("method", "coala"), UnitColumn::of_text("mode", mode),
-                       UnitColumn::of_text("allocation", e.allocation),
-                       UnitColumn::of_text("tile_costs", e.tile_costs.empty() ? "mapper" : e.tile_costs)};
-          u.cost_hint = mode == "fused" ? 10.0 : 1.0;  // fused: one CT per row, more keys to map
-          units.push_back(std::move(u));
-        }
+        for (const std::string& mode : e.modes)
+          for (uint64_t seed : e.searched() ? e.seeds : std::vector<uint64_t>{0}) {
+            nlohmann::json p = {{"workload", w},           {"arch", a},
+                                {"mode", mode},            {"allocation", e.allocation},
+                                {"stacks", e.stacks},      {"granularity", e.granularity},
+                                {"tile_costs", e.tile_costs}, {"semantics", e.semantics},
+                                {"fold_unary", e.fold_unary}};
+            // Only what changes the result enters the payload (and so the id): the searches' knobs.
+            if (e.allocation == "ga") p["ga"] = {{"generations", e.generations}, {"population", e.population}, {"seed", seed}};
+            if (e.allocation == "waco")
+              p["waco"] = {{"max_parallelism", e.max_parallelism}, {"time_limit_s", e.time_limit_s}, {"seed", seed}};
+            WorkUnit u;
+            u.kind = "schedule";
+            u.payload = p.dump();
+            u.id = stable_id(u.kind + "\n" + u.payload);
+            if (!ids.insert(u.id).second) continue;
+            const std::optional<uint64_t> useed = e.searched() ? std::optional<uint64_t>(seed) : std::nullopt;
+            u.label = schedule_label(w, mode, a, e.method, useed);
+            u.columns = {UnitColumn::of_text("workload", w), UnitColumn::of_text("arch", a),
+                         UnitColumn::of_text("method", e.method), UnitColumn::of_text("mode", mode),
+                         UnitColumn::of_text("allocation", e.allocation),
+                         UnitColumn::of_text("tile_costs", e.tile_costs.empty() ? "mapper" : e.tile_costs)};
+            if (useed) u.columns.push_back(UnitColumn::of_integer("seed", int64_t(seed)));
+            // fused: one CT per row, more keys to map; a search costs every capable core.
+            u.cost_hint = (mode == "fused" ? 10.0 : 1.0) * (e.searched() ? 4.0 : 1.0);
+            units.push_back(std::move(u));
+          }
   return units;
 }
 

@@ -123,21 +123,32 @@ struct StudyGet {
 };
 
 // Stream schedules (docs/studies.md, "Stream schedules"): one "schedule" unit per (workload,
-// architecture, mode); each runs `mapfuse schedule`'s pipeline (tiles, allocation, tile costs from
-// the mapper or a table, COALA) and lands with its totals as metrics and its schedule under the
-// study file's /schedules. Deterministic: no seeds. Relative paths are taken from the study file's
-// directory.
+// architecture, mode, seed); each runs `mapfuse schedule`'s pipeline (tiles, allocation, tile
+// costs from the mapper or a table, COALA) and lands with its totals as metrics and its schedule
+// under the study file's /schedules. The allocation is a file, greedy, or a search (ga, waco)
+// with its knobs; only the searches take seeds (a file or greedy runs once). Relative paths are
+// taken from the study file's directory.
 struct StudySchedule {
   std::vector<std::string> workloads;       // ONNX files or workload specs
   std::vector<std::string> architectures;   // presets or TOML files
   std::vector<std::string> modes = {"fused"};  // fused, lbl
-  std::string allocation = "greedy";        // an allocation file or greedy
+  std::string allocation = "greedy";        // greedy, ga, waco or an allocation file
+  std::string method;                       // the allocation's name in labels and tables (schedule_method)
   std::string stacks = "auto";              // auto, first, "0-10,11-21" (fused)
   std::string granularity = "stream:4";
   std::string tile_costs;                   // a table or Stream dump folder; "" = mapfuse's mapper
   std::string semantics = "stream";
   bool fold_unary = false;
+  std::vector<uint64_t> seeds = {1};        // ga: its random seed; waco: CBC's
+  int generations = 16, population = 16;    // ga (GaOptions)
+  int max_parallelism = 0;                  // waco: largest K split (0 = every capable core)
+  double time_limit_s = 60;                 // waco: CBC's limit per stack
+  bool searched() const { return allocation == "ga" || allocation == "waco"; }
 };
+
+// The default name of an entry's allocation method: greedy, ga, waco (waco_p<P> with
+// max_parallelism P > 0), or the allocation file's stem.
+std::string schedule_method(const StudySchedule& e);
 
 struct Study {
   std::string name;
@@ -197,8 +208,10 @@ std::string ffm_join_label(const std::string& workload, const std::string& point
 std::string get_label(const std::string& network, const std::string& scheme, double buffer_kb, const std::string& search,
                       const std::string& split, int64_t budget, uint64_t seed);
 
-// The label of a schedule unit: "schedule <workload> <mode> @ <arch>" (file stems for paths).
-std::string schedule_label(const std::string& workload, const std::string& mode, const std::string& arch);
+// The label of a schedule unit: "schedule <workload> <mode> @ <arch>" (file stems for paths), then
+// " <method> seed <s>" for a searched allocation (ga, waco).
+std::string schedule_label(const std::string& workload, const std::string& mode, const std::string& arch,
+                           const std::string& method = "", std::optional<uint64_t> seed = std::nullopt);
 
 std::string map_layer_label(const std::string& workload, const std::vector<std::string>& layers, const std::string& point,
                             const std::string& seed);

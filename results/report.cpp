@@ -329,11 +329,11 @@ std::string schedule_units_markdown(const StudyFile& s) {
   if (units.empty()) return "";
   std::sort(units.begin(), units.end(), [](const UnitResult* a, const UnitResult* b) { return a->label < b->label; });
   std::string out = "## Schedules (COALA)\n\n| unit | status | latency (cc) | energy (pJ) | EDP | CTs | transfers | "
-                    "peak core memory (bits) | tile-cost keys | tile costs (s) | schedule (s) |\n"
-                    "|---|---|---|---|---|---|---|---|---|---|---|\n";
+                    "peak core memory (bits) | tile-cost keys | tile costs (s) | schedule (s) | search (s) |\n"
+                    "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const UnitResult* r : units) {
     if (r->status != UnitResult::Status::Done) {
-      out += fmt::format("| {} | failed: {} | | | | | | | | | |\n", r->label, r->message);
+      out += fmt::format("| {} | failed: {} | | | | | | | | | | |\n", r->label, r->message);
       continue;
     }
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -342,11 +342,157 @@ std::string schedule_units_markdown(const StudyFile& s) {
       const double v = m(k);
       return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(f), v);
     };
-    out += fmt::format("| {} | done | {:.10g} | {:.10g} | {:.6g} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {:.3f} |\n", r->label,
+    out += fmt::format("| {} | done | {:.10g} | {:.10g} | {:.6g} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {:.3f} | {} |\n", r->label,
                        r->cycles, r->energy_pj, r->edp, m("cts"), m("transfers"), m("peak_core_memory_bits"),
-                       opt("tile_cost_unique_keys", "{:.0f}"), opt("tile_cost_seconds", "{:.2f}"), m("schedule_seconds"));
+                       opt("tile_cost_unique_keys", "{:.0f}"), opt("tile_cost_seconds", "{:.2f}"), m("schedule_seconds"),
+                       opt("search_seconds", "{:.3f}"));
   }
   return out + "\n";
+}
+
+namespace {
+
+// Schedule units of one (workload, architecture, mode, method): its seeds' runs.
+struct ScheduleCell {
+  std::string workload, arch, mode, method;
+  std::vector<const UnitResult*> done;
+  size_t runs = 0;
+  const UnitResult* best() const {  // least EDP (ties: the first in unit order)
+    const UnitResult* b = nullptr;
+    for (const UnitResult* r : done)
+      if (!b || r->edp < b->edp) b = r;
+    return b;
+  }
+};
+
+std::string stem_of(const std::string& x) {
+  const std::filesystem::path p(x);
+  return p.has_extension() ? p.stem().string() : x;
+}
+
+// Sorted by (workload, architecture, mode, method): the file holds units in id order.
+std::vector<ScheduleCell> schedule_cells(const StudyFile& s) {
+  std::vector<ScheduleCell> cells;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, size_t> at;
+  for (const UnitResult& r : s.results) {
+    if (r.kind != "schedule") continue;
+    const auto key = std::make_tuple(stem_of(column_text(r, "workload")), stem_of(column_text(r, "arch")),
+                                     column_text(r, "mode"), column_text(r, "method"));
+    auto [it, fresh] = at.emplace(key, cells.size());
+    if (fresh) cells.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), {}, 0});
+    ScheduleCell& c = cells[it->second];
+    ++c.runs;
+    if (r.status == UnitResult::Status::Done) c.done.push_back(&r);
+  }
+  std::sort(cells.begin(), cells.end(), [](const ScheduleCell& a, const ScheduleCell& b) {
+    return std::tie(a.workload, a.arch, a.mode, a.method) < std::tie(b.workload, b.arch, b.mode, b.method);
+  });
+  return cells;
+}
+
+double mean_metric(const std::vector<const UnitResult*>& rs, const char* name) {
+  double sum = 0;
+  size_t n = 0;
+  for (const UnitResult* r : rs)
+    if (const double v = r->metric(name, std::numeric_limits<double>::quiet_NaN()); !std::isnan(v)) sum += v, ++n;
+  return n ? sum / double(n) : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+std::string schedule_methods_markdown(const StudyFile& s) {
+  const std::vector<ScheduleCell> cells = schedule_cells(s);
+  // Only worth a table when a group compares methods or a method has several seeds.
+  std::map<std::tuple<std::string, std::string, std::string>, int> methods;
+  bool seeds = false;
+  for (const ScheduleCell& c : cells) ++methods[{c.workload, c.arch, c.mode}], seeds |= c.runs > 1;
+  if (!seeds && std::none_of(methods.begin(), methods.end(), [](const auto& kv) { return kv.second > 1; })) return "";
+  std::string out =
+      "## Allocation methods per workload, architecture and mode\n\n"
+      "EDP: the best run's (least over seeds) and the geometric mean over the done runs; latency and energy: the best "
+      "run's; search: mean seconds of the allocation search (search_seconds); vs best: best EDP over the group's best.\n\n"
+      "| workload | architecture | mode | method | runs | best EDP | geomean EDP | latency (cc) | energy (pJ) | search (s) | "
+      "tile costs (s) | vs best |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::map<std::tuple<std::string, std::string, std::string>, double> group_best;
+  for (const ScheduleCell& c : cells)
+    if (const UnitResult* b = c.best()) {
+      auto [it, fresh] = group_best.emplace(std::make_tuple(c.workload, c.arch, c.mode), b->edp);
+      if (!fresh) it->second = std::min(it->second, b->edp);
+    }
+  for (const ScheduleCell& c : cells) {
+    const UnitResult* b = c.best();
+    const std::string runs = fmt::format("{}/{}", c.done.size(), c.runs);
+    if (!b) {
+      out += fmt::format("| {} | {} | {} | {} | {} | failed | | | | | | |\n", c.workload, c.arch, c.mode, c.method, runs);
+      continue;
+    }
+    double logs = 0;
+    for (const UnitResult* r : c.done) logs += std::log(r->edp);
+    const double gm = std::exp(logs / double(c.done.size()));
+    const double best = group_best.at({c.workload, c.arch, c.mode});
+    auto seconds = [&](const char* name, const char* f) {
+      const double v = mean_metric(c.done, name);
+      return std::isnan(v) ? std::string("-") : fmt::format(fmt::runtime(f), v);
+    };
+    out += fmt::format("| {} | {} | {} | {} | {} | {:.4g} | {:.4g} | {:.6g} | {:.6g} | {} | {} | {:.3f}x |\n", c.workload,
+                       c.arch, c.mode, c.method, runs, b->edp, gm, b->cycles, b->energy_pj, seconds("search_seconds", "{:.3f}"),
+                       seconds("tile_cost_seconds", "{:.2f}"), b->edp / best);
+  }
+  return out + "\n";
+}
+
+std::string schedule_arch_markdown(const StudyFile& s) {
+  const std::vector<ScheduleCell> cells = schedule_cells(s);
+  std::vector<std::string> archs;
+  for (const ScheduleCell& c : cells)
+    if (std::find(archs.begin(), archs.end(), c.arch) == archs.end()) archs.push_back(c.arch);
+  if (archs.size() < 2) return "";
+  std::sort(archs.begin(), archs.end());
+  // Rows (workload, mode, method), architectures as columns: the EDP heat map as text.
+  std::vector<std::tuple<std::string, std::string, std::string>> rows;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, const ScheduleCell*> cell;
+  for (const ScheduleCell& c : cells) {
+    const auto row = std::make_tuple(c.workload, c.mode, c.method);
+    if (std::find(rows.begin(), rows.end(), row) == rows.end()) rows.push_back(row);
+    cell[{c.workload, c.mode, c.method, c.arch}] = &c;
+  }
+  std::string out = "## EDP by architecture (best run per cell; ** the row's least; - not run; x failed)\n\n| workload | mode | method |";
+  std::string rule = "|---|---|---|";
+  for (const std::string& a : archs) out += " " + a + " |", rule += "---|";
+  out += " best architecture | best EDP |\n" + rule + "---|---|\n";
+  std::string best_rows = "## Best architecture per workload (least EDP over modes and methods)\n\n"
+                          "| workload | architecture | mode | method | EDP | latency (cc) | energy (pJ) |\n|---|---|---|---|---|---|---|\n";
+  std::map<std::string, std::pair<const ScheduleCell*, const UnitResult*>> per_workload;
+  std::vector<std::string> workload_order;
+  for (const auto& row : rows) {
+    const std::string& w = std::get<0>(row);
+    const std::string& mode = std::get<1>(row);
+    const std::string& method = std::get<2>(row);
+    const ScheduleCell* bc = nullptr;
+    const UnitResult* br = nullptr;
+    for (const std::string& a : archs) {
+      const auto it = cell.find(std::make_tuple(w, mode, method, a));
+      if (it == cell.end()) continue;
+      if (const UnitResult* b = it->second->best(); b && (!br || b->edp < br->edp)) br = b, bc = it->second;
+    }
+    out += fmt::format("| {} | {} | {} |", w, mode, method);
+    for (const std::string& a : archs) {
+      const auto it = cell.find(std::make_tuple(w, mode, method, a));
+      const UnitResult* b = it == cell.end() ? nullptr : it->second->best();
+      if (it == cell.end()) out += " - |";
+      else if (!b) out += " x |";
+      else out += fmt::format(fmt::runtime(b == br ? " **{:.3g}** |" : " {:.3g} |"), b->edp);
+    }
+    out += br ? fmt::format(" {} | {:.4g} |\n", bc->arch, br->edp) : std::string(" - | - |\n");
+    if (!per_workload.count(w)) workload_order.push_back(w);
+    auto& pw = per_workload[w];
+    if (br && (!pw.second || br->edp < pw.second->edp)) pw = {bc, br};
+  }
+  for (const std::string& w : workload_order)
+    if (const auto& [c, r] = per_workload.at(w); r != nullptr)
+      best_rows += fmt::format("| {} | {} | {} | {} | {:.4g} | {:.6g} | {:.6g} |\n", w, c->arch, c->mode, c->method, r->edp,
+                               r->cycles, r->energy_pj);
+  return out + "\n" + best_rows + "\n";
 }
 
 std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo>& sweep, const ReportOptions& options) {
@@ -426,7 +572,8 @@ std::string report_markdown(const StudyFile& s, const std::vector<SweepPointInfo
   if (const std::string get = get_report_markdown(s); !get.empty()) return out + get;
   // A schedule study holds schedule units only: their totals (each schedule's own tables follow,
   // from /schedules: schedule_report_markdown).
-  if (const std::string sch = schedule_units_markdown(s); !sch.empty()) return out + sch;
+  if (const std::string sch = schedule_units_markdown(s); !sch.empty())
+    return out + schedule_methods_markdown(s) + schedule_arch_markdown(s) + sch;
   if (!options.units) return out;
   out += "## Units\n\n| unit | status | energy_pj | cycles | EDP | rank | seconds |\n|---|---|---|---|---|---|---|\n";
   // Grouped by kind, workload and architecture, layers in network order.

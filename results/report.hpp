@@ -125,6 +125,15 @@ std::vector<std::string> write_plots(const std::string& h5_path, const std::stri
 // The table of a study's "schedule" units (one row each: totals, CTs, transfers, peak memory,
 // timings; failed units with their reason); "" when it has none.
 std::string schedule_units_markdown(const StudyFile& s);
+// Schedule units grouped by (workload, architecture, mode), one row per allocation method (the
+// unit's `method` column): best and geometric-mean EDP over seeds, the best run's latency and
+// energy, mean search and tile-cost seconds, best EDP over the group's best; "" when no group
+// compares methods and no method has several runs.
+std::string schedule_methods_markdown(const StudyFile& s);
+// With two architectures or more: per (workload, mode, method) the best EDP on each architecture
+// (the heat map of Stream's Fig. 15 as text) and the least one; then per workload the best
+// architecture over modes and methods. "" otherwise.
+std::string schedule_arch_markdown(const StudyFile& s);
 
 // A schedule file's totals (docs/results.md, "Schedule files"): per schedule its latency and
 // energy, the energy breakdown, transfers by cause, and per core the CTs, busy cycles and peak

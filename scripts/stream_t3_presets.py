@@ -23,8 +23,13 @@ BANK_KIB = 128
 def bank_energy(width):
     if width in BANK:
         return BANK[width], "pool"
-    lo, hi = 64, 128  # only 72-bit banks are missing: linear in width between 64 and 128 bits
-    assert lo < width < hi, width
+    # A width the pool lacks (72 bits in Table 3; others in the scaled systems): linear in width
+    # between the nearest widths it has.
+    if width > max(BANK):  # wider than the pool's widest bank: that bank's energy per bit (ganged banks)
+        top = max(BANK)
+        return tuple(e * width / top for e in BANK[top]), "ganged"
+    lo = max(w for w in BANK if w < width)
+    hi = min(w for w in BANK if w > width)
     t = (width - lo) / (hi - lo)
     return tuple(BANK[lo][i] + t * (BANK[hi][i] - BANK[lo][i]) for i in range(2)), "interp"
 
@@ -35,8 +40,11 @@ def memory(name, mib, bytes_per_cycle, keeps, fanout=None):
     (r, w), how = bank_energy(width)
     note = (f"# {banks} banks of 128 KiB, {width} bits each: "
             + (f"{r} / {w} pJ per bank access (pool)" if how == "pool" else
+               f"{r:.6g} / {w:.6g} pJ per bank access, DERIVED as {width // max(BANK)} ganged {max(BANK)}-bit banks of "
+               "the pool" if how == "ganged" else
                f"{r:.6g} / {w:.6g} pJ per bank access, DERIVED by linear interpolation between the pool's "
-               f"64- and 128-bit banks (the pool has no {width}-bit bank)")
+               f"{max(x for x in BANK if x < width)}- and {min(x for x in BANK if x > width)}-bit banks "
+               f"(the pool has no {width}-bit bank)")
             + f" -> x 8 / {width} per byte")
     s = f"\n[[core.level]]\n{note}\nname = \"{name}\"\nsize_kb = {int(mib * 1024)}\nword_bits = 8\n"
     s += f"read_bandwidth = {bytes_per_cycle}\nwrite_bandwidth = {bytes_per_cycle}\n"
@@ -122,8 +130,114 @@ bits_per_cycle = 128
     return name, s
 
 
+# Stream's exploration systems (stream/inputs/exploration/hardware/HW*.py @ 258f5310, the paper's
+# era) put a pooling core and a SIMD core beside the MAC cores, and its mapping sends pools there
+# and additions (and every other element-wise layer) to the SIMD core: Table 3's MAC-only cores
+# cannot run ResNet-18's pools and additions or MobileNetV2's additions. The "_ps" systems add the
+# two (cores/pooling.py: 3 x 3 pooling units at 0.1 pJ, a 256 KiB 1r1w memory of two 36-bit
+# 128 KiB banks; cores/simd.py: 32 adders at 0.01 pJ, 256 KiB of two 256-bit banks; energies
+# from the same pool) on the same bus.
+SPECIAL = """
+[[core]]
+name = "pooling"
+runs = ["pool"]
+
+[core.compute]
+name = "pool_unit"  # cores/pooling.py: 3 x 3 units, 0.1 pJ per operation
+energy_pj = 0.1
+
+[[core.level]]
+# sram_256KB_2_128KB_1r1w_36b: 2 x 13.19 / 2 x 10.89 pJ per 72-bit access -> x 8 / 72 per byte
+name = "pool_mem"
+size_kb = 256
+word_bits = 8
+read_bandwidth = 9
+write_bandwidth = 9
+read_pj = {pr!r}
+write_pj = {pw!r}
+keeps = ["weight", "input", "output"]
+fanout = {{ x = 3, y = 3, x_ranks = ["S"], y_ranks = ["R"], x_reuse = ["output"], y_reuse = ["output"] }}
+
+[[core]]
+name = "simd"
+runs = ["elementwise", "softmax", "copy"]
+
+[core.compute]
+name = "add_unit"  # cores/simd.py: 32 adders, 0.01 pJ per operation
+energy_pj = 0.01
+
+[[core.level]]
+# sram_256KB_2_128KB_1r1w_256b: 2 x 41.54 / 2 x 45.95 pJ per 512-bit access -> x 8 / 512 per byte
+name = "simd_mem"
+size_kb = 256
+word_bits = 8
+read_bandwidth = 64
+write_bandwidth = 64
+read_pj = {sr!r}
+write_pj = {sw!r}
+keeps = ["weight", "input", "output"]
+fanout = {{ x = 32, x_ranks = ["C"] }}
+""".format(pr=2 * 13.19 * 8 / 72, pw=2 * 10.89 * 8 / 72, sr=2 * 41.54 * 8 / 512, sw=2 * 45.95 * 8 / 512)
+
+
+def scaled_tables(pes):
+    """Table 3's rules at a PE budget of `pes` (Fig. 16: 2^14, 2^16): per core pes / n PEs, K on
+    as many columns as keep the array as square as possible (columns >= rows, powers of two), WS
+    rows C x FX x FY with C = rows / 8 (72/64 of the budget, as in the table), OS rows OX; the
+    activation port one byte per row, the weight port 2 (WS) or 1 (OS) byte per column, 4 MiB of
+    activation + weight memory in total as in Table 3 (the paper gives no memory for the larger
+    budgets). At 2^12 these rules give Table 3 itself (checked below)."""
+    ws, os_ = {}, {}
+    for n in (1, 2, 4, 8):
+        per = pes // n
+        cols = 1 << ((per.bit_length() - 1 + 1) // 2)
+        rows = per // cols
+        mib = 2 / n
+        ws[n] = (rows * 9 // 8, cols, rows // 8, cols, mib, rows * 9 // 8, mib, 2 * cols)
+        os_[n] = (rows, cols, rows, cols, mib, rows, mib, cols)
+    return ws, os_
+
+
+assert scaled_tables(1 << 12) == (WS, OS), scaled_tables(1 << 12)
+
+
+def variant(n, ws, pes):
+    """A `_ps` system (with the pooling and SIMD cores) at a PE budget."""
+    global WS, OS
+    saved = WS, OS
+    WS, OS = scaled_tables(pes)
+    try:
+        name, text = system(n, ws)
+    finally:
+        WS, OS = saved
+    budget = "" if pes == 1 << 12 else f"_pe{pes.bit_length() - 1}"
+    new = name.replace("stream_t3_", f"stream_t3{budget}_") + "_ps"
+    text = text.replace(f'name = "{name}"', f'name = "{new}"', 1)
+    text = text.replace("# Generated by scripts/stream_t3_presets.py; do not edit by hand.\n",
+                        "# Generated by scripts/stream_t3_presets.py; do not edit by hand. With Stream's exploration\n"
+                        f"# pooling and SIMD cores (the script's SPECIAL) and 2^{pes.bit_length() - 1} PEs"
+                        + (" (scaled_tables)" if budget else "") + ".\n", 1)
+    if pes != 1 << 12:
+        text = text.replace("2^12 PEs, 4 MiB", f"here 2^{pes.bit_length() - 1} PEs, 4 MiB", 1)
+    cut = text.find("\n[topology]")
+    if cut < 0:
+        text += SPECIAL + '\n[topology]\nkind = "bus"\nlink_bits_per_cycle = 256\n'
+    else:
+        text = text[:cut] + "\n" + SPECIAL + text[cut:]
+    return new, text
+
+
 out = pathlib.Path("presets/arch")
 for n in (1, 2, 4, 8):
     for ws in range(n + 1):
         name, text = system(n, ws)
         (out / f"{name}.toml").write_text(text)
+
+# The studies' systems (experiments/stream_fig1[3-6].toml): not presets, files beside the studies.
+studies = pathlib.Path("experiments/stream_arch")
+studies.mkdir(exist_ok=True)
+for pes in (1 << 12, 1 << 14, 1 << 16):
+    for n in (1, 2, 4, 8):
+        for ws in range(n + 1):
+            name, text = variant(n, ws, pes)
+            (studies / f"{name}.toml").write_text(text)

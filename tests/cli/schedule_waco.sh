@@ -9,17 +9,8 @@ data="$2"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 onnx="$data/stream/classic_cb9dfc52/testing/workload/2_conv.onnx"
-{
-  echo "layer,core,P,K,latency_cc,onchip_energy_pj,offchip_energy_pj"
-  for c in 0 1 2 3; do
-    echo "conv1,tpu_like_$c,*,,1000,10000,0"
-    echo "conv1,tpu_like_$c,*,4,500,5000,0"
-    echo "conv1,tpu_like_$c,*,2,250,2500,0"
-    echo "conv2,tpu_like_$c,*,,600,6000,0"
-    echo "conv2,tpu_like_$c,*,4,300,3000,0"
-    echo "conv2,tpu_like_$c,*,2,150,1500,0"
-  done
-} >"$tmp/costs.csv"
+# Per CT of conv1 / conv2 on each tpu core: 1000 / 600 cc whole, halved with each halving of K.
+cp "$(dirname "$0")/../fixtures/stream/2conv_halving_k_costs.csv" "$tmp/costs.csv"
 run() { "$bin" schedule --arch tpu_like_quad_core --workload "$onnx" --stacks 0-1 --allocation waco \
   --tile-costs "$tmp/costs.csv" "$@"; }
 run --json >"$tmp/a.json"
