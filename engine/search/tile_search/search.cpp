@@ -29,6 +29,8 @@ int64_t touched_values(const Einsum& e, int t) {
     int64_t n = 1;
     if (p.size() == 1) {
       n = e.ranks[static_cast<size_t>(p[0].rank)].size;
+    } else if (p.size() == 2 && p[0].rank == p[1].rank) {
+      n = e.ranks[static_cast<size_t>(p[0].rank)].size;  // (a + b) * r: one value per r
     } else if (p.size() == 2) {
       int64_t s = p[0].coeff, P = e.ranks[static_cast<size_t>(p[0].rank)].size;
       int64_t c = p[1].coeff, Q = e.ranks[static_cast<size_t>(p[1].rank)].size;
