@@ -143,20 +143,22 @@ void TileWorker::State::put(const Support& key) {
 }
 
 void TileWorker::State::flush_bucket(size_t bi) {
-  const int32_t* lanes = pool.get() + bi * kLanes * W;
+  int32_t* lanes = pool.get() + bi * kLanes * W;
   int count = counts[bi];
   if (s->spec_.bound_scalar) {
-    // Only the choices the incumbent does not beat by now (their bounds were made when parked).
+    // Only the choices the incumbent does not beat by now (their bounds were made when parked),
+    // compacted in place: the bucket is emptied after this.
     const double* b = pool_bounds.get() + bi * kLanes * 2;
     int alive = 0;
-    for (int k = 0; k < count; ++k)
-      if (!sink->beaten(b[2 * k], b[2 * k + 1], -1, 0))
-        std::copy_n(lanes + static_cast<size_t>(k) * W, W, alive_lanes.data() + static_cast<size_t>(alive++) * W);
+    for (int k = 0; k < count; ++k) {
+      if (sink->beaten(b[2 * k], b[2 * k + 1], -1, 0)) continue;
+      if (alive != k) std::copy_n(lanes + static_cast<size_t>(k) * W, W, lanes + static_cast<size_t>(alive) * W);
+      ++alive;
+    }
     owner->stale_dropped += count - alive;
-    if (alive == 0) return;
-    if (alive < count) lanes = alive_lanes.data(), count = alive;
+    count = alive;
   }
-  flush(bucket_support[bi], lanes, count);
+  if (count > 0) flush(bucket_support[bi], lanes, count);
 }
 
 void TileWorker::State::flush_all() {
@@ -281,7 +283,6 @@ void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
       pool_bounds_size = max_live * kLanes * 2;
       pool_bounds.reset(new double[pool_bounds_size]);
     }
-    alive_lanes.resize(kLanes * W);
   }
   sink = to;
 }

@@ -107,7 +107,6 @@ struct TileWorker::State {
   std::unique_ptr<double[]> pool_bounds;
   size_t pool_bounds_size = 0;
   double last_energy_lb = 0, last_cycles_lb = 0;  // of the choice bound_beaten passed last
-  std::vector<int32_t> alive_lanes;                // flush's survivors (kLanes * W)
   size_t W = 0, max_live = 0;
   std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
   std::array<LevelChoice, kMaxLevels> chosen{};
