@@ -276,6 +276,34 @@ TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets 
   CHECK(st.mapper_problems == 3);  // the edge and interior rows differ in what the rule sends off-chip
 }
 
+// A home below a fan-out (per-PE registers, an analog array's cells) holds an operand spread over
+// its instances: the capacity rule counts them (words_per_instance), not one instance's entries.
+TEST_CASE("tile cost: an operand homed in per-PE memories is checked against all their instances") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  Core& c = a.cores[0];
+  REQUIRE(c.levels[0].name == "rf_128B");
+  REQUIRE(c.levels[0].instances == 1024);
+  c.levels[2].may_keep &= static_cast<RoleMask>(~role_bit(TensorRole::Weight));  // weights' home: rf_128B
+  // B[K=64, N=32]: 2048 weights, spread by N over sram's 32 columns and by K over rf_2B's 32:
+  // two per PE, within 128 entries. One instance alone (128 entries) could not hold them.
+  const Workload w = finalized({make_matmul("mm", 8, 32, 64)});
+  const TileSet ts = generate_tiles(w, {});
+  const std::vector<int> core = {0};
+  const TileCost tc = map_tile_costs(w, ts, a, core, {}).at(0);
+  CHECK(!tc.operands[1].offchip);
+  CHECK(tc.offchip_energy_pj == 0);
+  // Held whole and stationary, the weights never reload: 16,384 MACs on 1,024 PEs take 16 steps,
+  // and each PE reads its two weights from rf_128B once per use.
+  CHECK(tc.latency_cc >= 16);
+
+  SUBCASE("one entry per PE cannot hold two weights each: they go off-chip") {
+    c.levels[0].entries = 1;
+    const TileCost t1 = map_tile_costs(w, ts, a, core, {}).at(0);
+    CHECK(t1.operands[1].offchip);
+    CHECK(t1.offchip_energy_pj >= 2048 * 125.0);
+  }
+}
+
 TEST_CASE("tile cost: bad allocations and CTs that cannot be mapped") {
   const Architecture a = load_architecture("tpu_like_quad_core");
   const Workload w = finalized({make_matmul("mm", 8, 32, 64)});

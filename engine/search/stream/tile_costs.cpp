@@ -8,10 +8,12 @@
 #include <exception>
 #include <limits>
 #include <numeric>
+#include <span>
 #include <unordered_map>
 
 #include "engine/common/error.hpp"
 #include "engine/cost/model.hpp"
+#include "engine/mapping/mapping.hpp"
 #include "engine/search/exhaustive.hpp"
 
 namespace mapfuse {
@@ -118,10 +120,45 @@ struct KeyResult {
   int64_t mapper_calls = 0, evaluated = 0;
 };
 
+// Instances of level `l` over which tensor `t` can be spread rather than copied: the fan-out
+// axes above `l` that accept a rank `t` uses (a mapping may use less of an axis, never more).
+int64_t spread_instances(const Einsum& e, const Core& core, int l, int t) {
+  int64_t p = 1;
+  for (size_t m = static_cast<size_t>(l) + 1; m < core.levels.size(); ++m)
+    for (LoopKind axis : {LoopKind::SpatialX, LoopKind::SpatialY}) {
+      const Fanout& f = core.levels[m].fanout;
+      for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+        if (e.rank_relevant(t, r) && axis_accepts(f, axis, e, r)) {
+          p *= axis == LoopKind::SpatialX ? f.x : f.y;
+          break;
+        }
+    }
+  return p;
+}
+
+// The fewest words the fullest instance of level `l` holds when the tensors of `mask` (words[t]
+// values each) are kept whole there: every value is somewhere, so at least the average over the
+// instances, and a tensor spread over P instances puts at least 1/P of itself on one. A lower
+// bound, so a capacity check against it never rejects a placement that fits; on a level with one
+// instance (every top memory) it is the tensors' total. A per-PE home (an analog array's cells:
+// one word per cell) is checked against all its cells, not one.
+int64_t words_per_instance(const Einsum& e, const Core& core, int l, TensorMask mask, std::span<const int64_t> words) {
+  const int64_t n = std::max<int64_t>(core.levels[static_cast<size_t>(l)].instances, 1);
+  int64_t total = 0, spread = 0;
+  for (int t = 0; t < static_cast<int>(e.tensors.size()); ++t) {
+    if (!(mask >> t & 1)) continue;
+    total += words[static_cast<size_t>(t)];
+    const int64_t p = std::min(spread_instances(e, core, l, t), n);
+    spread = std::max(spread, (words[static_cast<size_t>(t)] + p - 1) / p);
+  }
+  return std::max((total + n - 1) / n, spread);
+}
+
 // Homes (the outermost on-chip level that may keep each operand's role; -1: none, so DRAM) and
 // Stream's rule: per home memory, while the operands homed there do not fit together (their box
 // values against entries / multiple_buffering), the largest (the first in tensor order on a tie)
-// goes off-chip. Returns the off-chip mask.
+// goes off-chip; a home with several instances counts them (words_per_instance). Returns the
+// off-chip mask.
 TensorMask stream_offchip(const Einsum& e, const Core& core, std::span<const TileAccess> acc) {
   const int L = static_cast<int>(core.levels.size()), T = static_cast<int>(e.tensors.size());
   std::vector<int> home(static_cast<size_t>(T), -1);
@@ -138,14 +175,14 @@ TensorMask stream_offchip(const Einsum& e, const Core& core, std::span<const Til
     if (lv.unbounded()) continue;
     const int64_t cap = lv.entries / std::max(lv.multiple_buffering, 1);
     for (;;) {
-      int64_t sum = 0;
+      TensorMask here = 0;
       int largest = -1;
       for (int t = 0; t < T; ++t)
         if (!(off >> t & 1) && home[t] == l) {
-          sum += need[t];
+          here |= static_cast<TensorMask>(1u << t);
           if (largest < 0 || need[t] > need[largest]) largest = t;
         }
-      if (sum <= cap || largest < 0) break;
+      if (largest < 0 || words_per_instance(e, core, l, here, need) <= cap) break;
       off |= static_cast<TensorMask>(1u << largest);
     }
   }
@@ -219,13 +256,13 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
     // occupancy, padding included): where they overflow a home no mapping fits, and the search
     // would only find that after enumerating every inner choice (20-50 M for FSRCNN's whole
     // layers on tpu_like).
+    std::vector<int64_t> volume(static_cast<size_t>(T));
+    for (int t = 0; t < T; ++t) volume[static_cast<size_t>(t)] = e.tensor_volume(t);
     for (size_t h = 0; h < homes.size() && combos > 0; ++h) {
       const Level& lv = core.levels[static_cast<size_t>(homes[h])];
       if (lv.unbounded()) continue;
-      int64_t words = 0;
-      for (int t = 0; t < T; ++t)
-        if (base_keep[h] >> t & 1) words += e.tensor_volume(t);
-      if (words * std::max(lv.multiple_buffering, 1) > lv.entries) combos = 0;
+      if (words_per_instance(e, core, homes[h], base_keep[h], volume) * std::max(lv.multiple_buffering, 1) > lv.entries)
+        combos = 0;
     }
 
     bool found = false;
