@@ -90,7 +90,7 @@ shards = 2
     for (int shard : {1, 0}) {
       GetDatasetRow r{"lbdf", "n" + std::to_string(k), k, shard, shard, 128, 1000.0 * k + shard, true, shard == 1, "a;b"};
       UnitResult u;
-      u.unit_id = "u" + std::to_string(k) + std::to_string(shard);
+      u.unit_id = "u" + std::to_string(3 - k) + std::to_string(3 - shard);  // the file orders units by id
       u.kind = "get_dataset";
       u.label = u.unit_id;
       u.data = get_dataset_rows_to_json({r, r});
