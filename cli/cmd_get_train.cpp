@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -17,23 +20,116 @@
 #include "engine/search/get/gnn/dataset.hpp"
 #include "engine/search/get/gnn/explainers.hpp"
 #include "engine/search/get/gnn/gnn.hpp"
+#include "engine/common/csv.hpp"
+#include "results/get_dataset_h5.hpp"
 
 namespace mapfuse::cli {
 
 namespace {
 
-// The training networks' operator graphs, named by their stems.
-std::vector<OpGraph> load_training_graphs(const std::vector<std::string>& networks, const std::string& onnx_dir) {
-  namespace fs = std::filesystem;
+// get-train --dataset: the samples of a dataset study's file (/get_dataset) or of a CSV get-train
+// wrote, for `scheme`, with the networks' graphs (loaded by name) and the groups mapped back to
+// node ids. The order is the file's (the study file keeps the single-process order), so training on
+// it gives the same model as sampling in-process with the same seed.
+struct LoadedDataset {
   std::vector<OpGraph> graphs;
-  for (const std::string& n : networks) {
-    const std::string path =
-        onnx_dir.empty() ? resolve_get_network(n, "--networks") : (fs::path(onnx_dir) / (n + ".onnx")).string();
-    if (!fs::is_regular_file(path)) throw InputError({path, 0, 0}, "--networks", "no such ONNX file");
-    graphs.push_back(load_op_graph(path));
-    graphs.back().name = n;
+  get::gnn::Dataset data;
+};
+
+LoadedDataset load_dataset_file(const std::string& path, FusionScheme scheme, const std::string& onnx_dir) {
+  namespace fs = std::filesystem;
+  std::vector<GetDatasetRow> rows;
+  const bool csv = fs::path(path).extension() == ".csv";
+  if (csv) {
+    const CsvTable t = read_csv(path);
+    const int net = t.column("network"), split = t.column("split"), kb = t.column("buffer_kb"),
+              need = t.column("buffer_need_bytes"), sup = t.column("supported"), valid = t.column("valid"),
+              group = t.column("group");
+    std::vector<std::string> order;
+    for (size_t i = 0; i < t.rows.size(); ++i) {
+      const auto& c = t.rows[i];
+      const int line = static_cast<int>(i) + 2;
+      GetDatasetRow r;
+      r.scheme = std::string(to_string(scheme));  // the CSV does not say; get-train names it by scheme
+      r.network = c[net];
+      auto at = std::find(order.begin(), order.end(), r.network);
+      if (at == order.end()) order.push_back(r.network), at = order.end() - 1;
+      r.network_index = static_cast<int32_t>(at - order.begin());
+      r.split = c[split] == "train" ? 0 : c[split] == "validation" ? 1 : c[split] == "test" ? 2 : -1;
+      if (r.split < 0)
+        throw InputError({path, line, 0}, "split", "'" + c[split] + "'; expected train, validation or test");
+      try {
+        r.buffer_kb = std::stod(c[kb]);
+        r.buffer_need_bytes = std::stod(c[need]);
+      } catch (const std::exception&) {
+        throw InputError({path, line, 0}, "buffer_kb", "buffer_kb and buffer_need_bytes must be numbers");
+      }
+      if ((c[sup] != "0" && c[sup] != "1") || (c[valid] != "0" && c[valid] != "1"))
+        throw InputError({path, line, 0}, "valid", "supported and valid must be 0 or 1");
+      r.supported = c[sup] == "1";
+      r.valid = c[valid] == "1";
+      r.group = c[group];
+      rows.push_back(std::move(r));
+    }
+  } else {
+    std::vector<GetDatasetRow> all = read_get_dataset_h5(path);
+    std::set<std::string> schemes;
+    for (GetDatasetRow& r : all) {
+      schemes.insert(r.scheme);
+      if (r.scheme == to_string(scheme)) rows.push_back(std::move(r));
+    }
+    if (rows.empty())
+      throw InputError({path, 0, 0}, "--scheme",
+                       fmt::format("the dataset holds no {} samples (it has: {}); pass --scheme {}", to_string(scheme),
+                                   schemes.empty() ? "none" : fmt::format("{}", fmt::join(schemes, ", ")),
+                                   schemes.empty() ? "lbdf" : *schemes.begin()));
   }
-  return graphs;
+  if (rows.empty()) throw InputError({path, 0, 0}, "--dataset", "the dataset has no samples");
+  LoadedDataset out;
+  out.data.scheme = scheme;
+  for (const GetDatasetRow& r : rows) {
+    if (r.network_index < 0 || r.network_index > static_cast<int32_t>(out.data.networks.size()))
+      throw InputError({path, 0, 0}, "network_index", fmt::format("rows of network '{}' out of order", r.network));
+    if (r.network_index == static_cast<int32_t>(out.data.networks.size())) out.data.networks.push_back(r.network);
+    else if (out.data.networks[r.network_index] != r.network)
+      throw InputError({path, 0, 0}, "network", fmt::format("network {} is both '{}' and '{}'", r.network_index,
+                                                            out.data.networks[r.network_index], r.network));
+  }
+  out.graphs = load_training_graphs(out.data.networks, onnx_dir);
+  std::vector<std::map<std::string, int32_t>> ids(out.graphs.size());
+  for (size_t k = 0; k < out.graphs.size(); ++k)
+    for (int32_t v = 0; v < out.graphs[k].size(); ++v) ids[k][out.graphs[k].nodes[v].name] = v;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const GetDatasetRow& r = rows[i];
+    get::gnn::LabelledGroup s;
+    s.network = r.network_index;
+    for (size_t from = 0; from <= r.group.size();) {
+      size_t to = r.group.find(';', from);
+      if (to == std::string::npos) to = r.group.size();
+      const std::string name = r.group.substr(from, to - from);
+      const auto it = ids[r.network_index].find(name);
+      if (it == ids[r.network_index].end())
+        throw InputError({path, csv ? static_cast<int>(i) + 2 : 0, 0}, "group",
+                         fmt::format("'{}' is no operator of {}: the dataset was made from another graph of it",
+                                     name, r.network));
+      s.nodes.push_back(it->second);
+      from = to + 1;
+    }
+    std::sort(s.nodes.begin(), s.nodes.end());
+    if (s.nodes.size() < 2 || std::adjacent_find(s.nodes.begin(), s.nodes.end()) != s.nodes.end())
+      throw InputError({path, csv ? static_cast<int>(i) + 2 : 0, 0}, "group",
+                       "a group needs at least two distinct operators");
+    if (!(r.buffer_kb > 0) || r.split < 0 || r.split > 2)
+      throw InputError({path, csv ? static_cast<int>(i) + 2 : 0, 0}, "buffer_kb",
+                       "buffer_kb must be positive and split 0, 1 or 2");
+    s.buffer_kb = r.buffer_kb;
+    s.buffer_need = r.buffer_need_bytes;
+    s.supported = r.supported;
+    s.valid = r.valid;
+    s.split = r.split;
+    out.data.samples.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace
@@ -43,7 +139,7 @@ Command add_get_train_command(CLI::App& app) {
                                  "GET-fusion: sample labelled fusion groups of the training networks and train the "
                                  "GNN validity classifier (writes <out>/get_<scheme>_dataset.csv and gnn_<scheme>.gnn)");
   struct Options {
-    std::string scheme = "lbdf", out, onnx_dir;
+    std::string scheme = "lbdf", out, onnx_dir, dataset;
     std::vector<std::string> networks;
     get::gnn::DatasetSpec data;
     get::gnn::TrainOptions train;
@@ -54,6 +150,9 @@ Command add_get_train_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "output directory (presets/get to rebuild the shipped models)")->required();
   cmd->add_option("--onnx-dir", o->onnx_dir, "directory of <network>.onnx (default: $MAPFUSE_SHARED_DATA/get/onnx)");
   cmd->add_option("--networks", o->networks, "training networks (default: the scheme's, docs/get.md)")->delimiter(',');
+  cmd->add_option("--dataset", o->dataset,
+                  "train on these samples instead of drawing them: the study file of a [[get_dataset]] study "
+                  "(experiments/get_dataset.toml) or a get_<scheme>_dataset.csv get-train wrote");
   cmd->add_option("--groups", o->data.groups_per_network, "distinct groups drawn per network (0: LBDF 400, BRR 700)")->capture_default_str();
   cmd->add_option("--max-group-nodes", o->data.max_group_nodes, "largest group drawn")->capture_default_str();
   cmd->add_option("--epochs", o->train.epochs, "training epochs")->capture_default_str();
@@ -69,11 +168,16 @@ Command add_get_train_command(CLI::App& app) {
             o->train.seed = o->data.seed;
             if (o->train.shape.layers < 1 || o->train.shape.hidden < 1)
               throw InputError({}, "--layers", "layers and hidden width must be at least 1");
+            if (!o->dataset.empty() && !o->networks.empty())
+              throw InputError({}, "--networks", "--dataset names its networks; drop --networks");
             if (o->networks.empty()) o->networks = get::gnn::training_networks(o->data.scheme);
-            const std::vector<OpGraph> graphs = load_training_graphs(o->networks, o->onnx_dir);
+            LoadedDataset loaded;
+            if (!o->dataset.empty()) loaded = load_dataset_file(o->dataset, o->data.scheme, o->onnx_dir);
+            else loaded.graphs = load_training_graphs(o->networks, o->onnx_dir);
+            const std::vector<OpGraph>& graphs = loaded.graphs;
             std::vector<const OpGraph*> gp;
             for (const OpGraph& g : graphs) gp.push_back(&g);
-            const get::gnn::Dataset d = get::gnn::make_dataset(gp, o->data);
+            const get::gnn::Dataset d = o->dataset.empty() ? get::gnn::make_dataset(gp, o->data) : std::move(loaded.data);
             std::error_code ec;
             fs::create_directories(o->out, ec);
             const std::string stem = std::string(to_string(o->data.scheme));

@@ -170,9 +170,11 @@ Command add_run_command(CLI::App& app) {
             for (const auto& r : results) failed += r.status == UnitResult::Status::Failed;
             fmt::print("{}: {} units ({} computed now, {} failed) -> {}\n", what, results.size(), report.done + report.failed,
                        failed, output);
-            const bool get_study = !study.get.empty();
+            const bool get_study = !study.get.empty(), dataset_study = !study.get_dataset.empty();
             if (get_study)
               fmt::print("| unit | DRAM MB (sample: valid share) | MBU KB | plans |\n|---|---|---|---|\n");
+            else if (dataset_study)
+              fmt::print("| unit | groups | samples | valid samples |\n|---|---|---|---|\n");
             else
               fmt::print("| unit | energy_pj | cycles | EDP |\n|---|---|---|---|\n");
             std::vector<const UnitResult*> sorted;
@@ -182,6 +184,9 @@ Command add_run_command(CLI::App& app) {
               if (r->status == UnitResult::Status::Done && get_study)
                 fmt::print("| {} | {:.6g} | {:.6g} | {:.0f} |\n", r->label, r->metric("dram_mb", r->metric("valid_share", 0)),
                            r->metric("mbu_kb", 0), r->metric("plans", 0));
+              else if (r->status == UnitResult::Status::Done && dataset_study)
+                fmt::print("| {} | {:.0f} | {:.0f} | {:.0f} |\n", r->label, r->metric("groups", 0), r->metric("samples", 0),
+                           r->metric("valid_samples", 0));
               else if (r->status == UnitResult::Status::Done)
                 fmt::print("| {} | {:.6g} | {:.6g} | {:.6g} |\n", r->label, r->energy_pj, r->cycles, r->edp);
               else

@@ -10,9 +10,11 @@
 #include "cli/study_units.hpp"
 #include "engine/common/error.hpp"
 #include "engine/cost/fusion_group.hpp"
+#include "engine/search/get/gnn/dataset.hpp"
 #include "engine/search/get/partition.hpp"
 #include "engine/workload/op_graph.hpp"
 #include "engine/workload/zoo.hpp"
+#include "results/get_dataset_h5.hpp"
 
 namespace mapfuse::cli {
 
@@ -46,6 +48,62 @@ std::string get_network_spec(const std::string& w, const std::string& key) {
 OpGraph load_get_network(const std::string& w, const std::string& key) {
   const std::string spec = get_network_spec(w, key);
   return std::filesystem::is_regular_file(spec) ? load_op_graph(spec) : op_graph_from_workload(zoo_workload(spec));
+}
+
+std::vector<OpGraph> load_training_graphs(const std::vector<std::string>& networks, const std::string& onnx_dir,
+                                          const std::string& key) {
+  namespace fs = std::filesystem;
+  std::vector<OpGraph> graphs;
+  for (const std::string& n : networks) {
+    const std::string path = onnx_dir.empty() ? resolve_get_network(n, key) : (fs::path(onnx_dir) / (n + ".onnx")).string();
+    if (!fs::is_regular_file(path)) throw InputError({path, 0, 0}, key, "no such ONNX file");
+    graphs.push_back(load_op_graph(path));
+    graphs.back().name = n;
+  }
+  return graphs;
+}
+
+UnitResult run_get_dataset(const WorkUnit& unit) {
+  const nlohmann::json p = nlohmann::json::parse(unit.payload);
+  get::gnn::DatasetSpec spec;
+  spec.scheme = fusion_scheme_from_string(p.at("scheme").get<std::string>());
+  spec.groups_per_network = p.at("groups").get<int64_t>();
+  spec.max_group_nodes = p.at("max_group_nodes").get<int32_t>();
+  spec.seed = p.at("seed").get<uint64_t>();
+  const int shard = p.at("shard").get<int>(), shards = p.at("shards").get<int>();
+  const std::vector<OpGraph> graphs = load_training_graphs(p.at("networks").get<std::vector<std::string>>(), "", "networks");
+  std::vector<const OpGraph*> gp;
+  for (const OpGraph& g : graphs) gp.push_back(&g);
+  // The draws of every network up to this one (one random stream), then this one's shard labelled.
+  const std::vector<get::gnn::DrawnGroups> drawn = get::gnn::draw_groups(gp, spec);
+  const auto k = static_cast<int32_t>(graphs.size() - 1);
+  const size_t n = drawn.back().groups.size();
+  const size_t first = n * static_cast<size_t>(shard) / static_cast<size_t>(shards);
+  const size_t last = n * static_cast<size_t>(shard + 1) / static_cast<size_t>(shards);
+  const std::vector<get::gnn::LabelledGroup> samples = get::gnn::label_groups(graphs.back(), k, drawn.back(), first, last, spec);
+  std::vector<GetDatasetRow> rows;
+  int64_t valid = 0;
+  for (const get::gnn::LabelledGroup& s : samples) {
+    GetDatasetRow r;
+    r.scheme = std::string(to_string(spec.scheme));
+    r.network = graphs.back().name;
+    r.network_index = k;
+    r.shard = shard;
+    r.split = s.split;
+    r.buffer_kb = s.buffer_kb;
+    r.buffer_need_bytes = s.buffer_need;
+    r.supported = s.supported;
+    r.valid = s.valid;
+    for (size_t i = 0; i < s.nodes.size(); ++i) r.group += (i ? ";" : "") + graphs.back().nodes[s.nodes[i]].name;
+    valid += s.valid;
+    rows.push_back(std::move(r));
+  }
+  UnitResult r;
+  r.metrics = {{"groups", static_cast<double>(last - first)},
+               {"samples", static_cast<double>(rows.size())},
+               {"valid_samples", static_cast<double>(valid)}};
+  r.data = get_dataset_rows_to_json(rows);
+  return r;
 }
 
 UnitResult run_get_partition(const WorkUnit& unit) {

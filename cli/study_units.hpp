@@ -47,12 +47,23 @@ UnitResult run_ffm_baseline(const WorkUnit& unit);
 // best DRAM in MB) at each improvement.
 UnitResult run_get_partition(const WorkUnit& unit);
 
+// Computes one "get_dataset" unit (GET-fusion's classifier data, docs/get.md): replays the random
+// draws of the networks before its own, labels its shard of its network's groups at 128 … 2048 KB
+// and returns the rows in UnitResult::data (results/get_dataset_h5.hpp). Metrics: groups, samples,
+// valid_samples.
+UnitResult run_get_dataset(const WorkUnit& unit);
+
 // Computes one "schedule" unit (Stream's COALA on a multi-core architecture, docs/studies.md,
 // "Stream schedules"): energy_pj, cycles (the latency), edp; metrics latency_cc, energy_pj,
 // cts, edges, stacks, transfers, energy_<part>_pj (the ten parts, summing to energy_pj),
 // peak_core_memory_bits, schedule_seconds and, with mapper costs, tile_cost_unique_keys,
 // tile_cost_mapper_calls, tile_cost_seconds; data: the schedule record (results/schedule_h5.hpp).
 UnitResult run_schedule_unit(const WorkUnit& unit);
+
+// The training networks' operator graphs, each named by its stem (`networks`): files of
+// `onnx_dir`, or else as resolve_get_network finds them. InputError (key `key`) when one is missing.
+std::vector<OpGraph> load_training_graphs(const std::vector<std::string>& networks, const std::string& onnx_dir,
+                                          const std::string& key = "--networks");
 
 // A path, or a network name from the GET data set ($MAPFUSE_SHARED_DATA/get/onnx/<name>.onnx);
 // InputError (key `key`) with the nearest name otherwise.

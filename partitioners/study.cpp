@@ -14,6 +14,7 @@
 #include "engine/arch/arch_sweep.hpp"
 #include "engine/arch/arch_toml.hpp"
 #include "engine/cost/fusion_group.hpp"
+#include "engine/search/get/gnn/dataset.hpp"
 #include "engine/search/get/partition.hpp"
 #include "engine/common/error.hpp"
 #include "engine/common/toml_reader.hpp"
@@ -176,6 +177,30 @@ StudyGet parse_get(TomlReader& g, const toml::table& raw) {
   e.time_limit_s = g.opt_number("time_limit_s").value_or(e.time_limit_s);
   if (!(e.time_limit_s >= 0) || !std::isfinite(e.time_limit_s)) g.fail("time_limit_s", "must be >= 0 seconds (0 = none)");
   e.assume_monotone = g.opt_bool("assume_monotone").value_or(false);
+  g.finish();
+  return e;
+}
+
+StudyGetDataset parse_get_dataset(TomlReader& g, const toml::table& raw) {
+  StudyGetDataset e;
+  e.schemes = strings(g, raw, "schemes", e.schemes);
+  if (e.schemes.empty()) g.fail("schemes", "missing: lbdf, brr or both");
+  for (const std::string& x : e.schemes) check_name(g, "schemes", x, fusion_scheme_from_string);
+  e.networks = strings(g, raw, "networks", {});
+  for (const std::string& n : e.networks)
+    if (n.empty() || n.find_first_of(" \t{},;") != std::string::npos)
+      g.fail("networks", "'" + n + "' cannot name a network in unit labels (no spaces, commas, semicolons or braces)");
+  e.groups = g.opt_integer("groups").value_or(0);
+  if (e.groups < 0 || e.groups > 10'000'000) g.fail("groups", "must be >= 0 (0: the scheme's default, LBDF 400, BRR 700)");
+  const int64_t nodes = g.opt_integer("max_group_nodes").value_or(e.max_group_nodes);
+  if (nodes < 2 || nodes > 100'000) g.fail("max_group_nodes", "must be an integer >= 2");
+  e.max_group_nodes = static_cast<int>(nodes);
+  const int64_t seed = g.opt_integer("seed").value_or(1);
+  if (seed < 0) g.fail("seed", "must be a non-negative integer");
+  e.seed = static_cast<uint64_t>(seed);
+  const int64_t shards = g.opt_integer("shards").value_or(1);
+  if (shards < 1 || shards > 10'000) g.fail("shards", "must be an integer in [1, 10000]");
+  e.shards = static_cast<int>(shards);
   g.finish();
   return e;
 }
@@ -346,6 +371,19 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     std::vector<TomlReader> entries = r.tables("schedule");
     for (size_t i = 0; i < entries.size(); ++i)
       s.schedule.push_back(parse_schedule(entries[i], *doc["schedule"].as_array()->get(i)->as_table(), base));
+  }
+  {
+    std::vector<TomlReader> entries = r.tables("get_dataset");
+    for (size_t i = 0; i < entries.size(); ++i)
+      s.get_dataset.push_back(parse_get_dataset(entries[i], *doc["get_dataset"].as_array()->get(i)->as_table()));
+  }
+  if (!s.get_dataset.empty()) {
+    for (const char* key : {"workload", "architecture", "method", "get", "schedule"})
+      if (r.has(key))
+        r.fail(key, "a dataset study ([[get_dataset]] entries) has no [[workload]], [[architecture]], [method], "
+                    "[[get]] or [[schedule]]; put those in a study of their own");
+    r.finish();
+    return s;
   }
   if (!s.schedule.empty()) {
     // A schedule runs its own pipeline: no layer mapper, network optimizer or GET entry beside it.
@@ -719,6 +757,39 @@ std::vector<WorkUnit> partition_get_study(const Study& s) {
   return units;
 }
 
+// One unit per (entry, scheme, network, shard); the payload holds the networks up to the unit's
+// own, whose draws it replays.
+std::vector<WorkUnit> partition_get_dataset_study(const Study& s) {
+  std::vector<WorkUnit> units;
+  std::set<std::string> ids;
+  for (const StudyGetDataset& e : s.get_dataset)
+    for (const std::string& scheme : e.schemes) {
+      const std::vector<std::string> nets =
+          e.networks.empty() ? get::gnn::training_networks(fusion_scheme_from_string(scheme)) : e.networks;
+      for (size_t k = 0; k < nets.size(); ++k)
+        for (int shard = 0; shard < e.shards; ++shard) {
+          const std::vector<std::string> upto(nets.begin(), nets.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+          const nlohmann::json p = {{"scheme", scheme},        {"networks", upto},
+                                    {"groups", e.groups},      {"max_group_nodes", e.max_group_nodes},
+                                    {"seed", e.seed},          {"shard", shard},
+                                    {"shards", e.shards}};
+          WorkUnit u;
+          u.kind = "get_dataset";
+          u.payload = p.dump();
+          u.id = stable_id(u.kind + "\n" + u.payload);
+          if (!ids.insert(u.id).second) continue;
+          u.label = fmt::format("get_dataset {} {} shard {}/{} seed {}", scheme, nets[k], shard, e.shards, e.seed);
+          u.columns = {UnitColumn::of_text("workload", nets[k]), UnitColumn::of_text("method", "get_dataset"),
+                       UnitColumn::of_integer("seed", static_cast<int64_t>(e.seed)), UnitColumn::of_text("scheme", scheme),
+                       UnitColumn::of_integer("network_index", static_cast<int64_t>(k)),
+                       UnitColumn::of_integer("shard", shard)};
+          u.cost_hint = 1.0 + static_cast<double>(k);  // replaying the draws before its own network
+          units.push_back(std::move(u));
+        }
+    }
+  return units;
+}
+
 // Layer mappers: one unit per (point, workload layer or group of identical layers, seed).
 std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& method, LayerLister layers_of) {
   const bool random = method == "random";
@@ -785,6 +856,7 @@ std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& m
 std::vector<WorkUnit> partition_study(const Study& s, LayerLister layers_of) {
   if (!s.schedule.empty()) return partition_schedule_study(s);  // parse_study: nothing else beside them
   if (!s.get.empty()) return partition_get_study(s);  // parse_study: [[get]] studies hold nothing else
+  if (!s.get_dataset.empty()) return partition_get_dataset_study(s);  // parse_study: nothing else beside them
   std::vector<std::string> network, fused;
   std::vector<WorkUnit> units;
   for (const std::string& n : s.method.names)

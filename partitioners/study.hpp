@@ -122,6 +122,20 @@ struct StudyGet {
   bool assume_monotone = false;
 };
 
+// GET-fusion's classifier data as a study (docs/get.md, "Dataset generation as a study"): one
+// "get_dataset" unit per (scheme, training network, shard) draws the network's random groups (one
+// random stream runs through the networks in order, so a unit replays the draws of the networks
+// before its own) and labels its shard of them at 128 … 2048 KB; the study file holds every row in
+// /get_dataset in the single-process `get-train` order, and `get-train --dataset` trains from it.
+struct StudyGetDataset {
+  std::vector<std::string> schemes = {"lbdf"};
+  std::vector<std::string> networks;  // empty: the scheme's training networks (gnn::training_networks)
+  int64_t groups = 0;                 // distinct groups per network (0: the scheme's default)
+  int max_group_nodes = 48;
+  uint64_t seed = 1;
+  int shards = 1;                     // labelling units per network
+};
+
 // Stream schedules (docs/studies.md, "Stream schedules"): one "schedule" unit per (workload,
 // architecture, mode, seed); each runs `mapfuse schedule`'s pipeline (tiles, allocation, tile
 // costs from the mapper or a table, COALA) and lands with its totals as metrics and its schedule
@@ -159,6 +173,7 @@ struct Study {
   StudyMethod method;
   std::vector<StudyGet> get;  // a GET-fusion study has these instead of workloads, architectures, method
   std::vector<StudySchedule> schedule;  // a schedule study has these instead (and no [[get]])
+  std::vector<StudyGetDataset> get_dataset;  // a dataset study has these and nothing else
 };
 
 // Parses and validates a study (InputError with file, line and key; unknown keys get the nearest

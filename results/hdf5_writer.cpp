@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "engine/common/error.hpp"
+#include "results/get_dataset_h5_group.hpp"
 #include "results/hdf5_io.hpp"
 #include "results/schedule_h5_group.hpp"
 
@@ -291,6 +292,17 @@ void write_file(const Context& c, const std::string& tmp, const StudyMeta& meta,
     if (r.kind == "schedule" && r.status == UnitResult::Status::Done && !r.data.empty())
       schedules.push_back(schedule_record_from_json(r.data));
   if (!schedules.empty()) write_schedules_group(c, file, schedules);
+  // "get_dataset" units carry their labelled groups: /get_dataset, in the single-process order.
+  std::vector<GetDatasetRow> dataset;
+  for (const auto& r : results)
+    if (r.kind == "get_dataset" && r.status == UnitResult::Status::Done && !r.data.empty()) {
+      std::vector<GetDatasetRow> rows = get_dataset_rows_from_json(r.data);
+      dataset.insert(dataset.end(), std::make_move_iterator(rows.begin()), std::make_move_iterator(rows.end()));
+    }
+  if (!dataset.empty()) {
+    sort_get_dataset_rows(dataset);
+    write_get_dataset_group(c, file, dataset);
+  }
   c.check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flush");
   // Types and file close here (H5F_CLOSE_STRONG: everything still open goes with the file).
 }

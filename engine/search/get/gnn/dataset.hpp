@@ -49,7 +49,24 @@ struct Dataset {
 // Draws groups as random search does (per plan q ~ U(0,1), each edge cut with probability q),
 // keeps distinct ones, labels each at every buffer size, and splits them 80/10/10 by group.
 // Deterministic per seed. `graphs` are the networks in the order of the returned names.
+// = draw_groups, then label_groups of every network in order.
 Dataset make_dataset(const std::vector<const OpGraph*>& graphs, const DatasetSpec& spec);
+
+// One network's drawn groups and their splits (0 train, 1 validation, 2 test), in drawing order.
+struct DrawnGroups {
+  std::vector<Group> groups;
+  std::vector<int32_t> splits;
+};
+
+// The drawing half of make_dataset: one random stream runs through the networks in order, so
+// network k's groups depend on networks 0 … k-1. Drawing is cheap (union-find over random cuts);
+// a dataset unit that labels network k replays the draws of `graphs[0..k]` (pass those only).
+std::vector<DrawnGroups> draw_groups(const std::vector<const OpGraph*>& graphs, const DatasetSpec& spec);
+
+// The labelling half: groups [first, last) of one network's draw at every buffer size of the spec,
+// in make_dataset's order (group by group, buffers in order); `network` is written into each sample.
+std::vector<LabelledGroup> label_groups(const OpGraph& g, int32_t network, const DrawnGroups& drawn, size_t first,
+                                        size_t last, const DatasetSpec& spec);
 
 // One row per sample: network,split,buffer_kb,nodes,buffer_need_bytes,supported,valid,group
 // (group: node names joined by ';').

@@ -2,6 +2,7 @@
 // other is explainers_torch.cpp): the GraphConv classifier, its training and GNNExplainer.
 #include "engine/search/get/gnn/torch_model.hpp"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -322,10 +323,12 @@ class GnnExplainer final : public Explainer {
     Explanation out;
     if (E == 0) return out;
     const Batch b = make_batch(s);
-    // Seeded per call: an explanation depends on the group only, not on the call order.
-    torch::manual_seed(opt_.seed);
+    // Seeded per call with a generator of its own: an explanation depends on the group only, not
+    // on the call order, nor on another thread's explainer reseeding torch's global generator
+    // (a study's local executor runs units on several threads).
+    at::Generator gen = at::detail::createCPUGenerator(opt_.seed);
     const double sd = std::sqrt(2.0) * std::sqrt(1.0 / static_cast<double>(s.nodes));
-    torch::Tensor mask = (torch::randn({E}) * sd).requires_grad_(true);
+    torch::Tensor mask = (torch::randn({E}, gen) * sd).requires_grad_(true);
     torch::optim::Adam adam(std::vector<torch::Tensor>{mask}, torch::optim::AdamOptions(opt_.lr));
     const Classifier::Impl& net = model_->impl();
     for (int epoch = 0; epoch < opt_.epochs; ++epoch) {
