@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <iostream>
+#include <limits>
 
 #include "cli/commands.hpp"
 #include "engine/arch/arch_toml.hpp"
@@ -22,7 +23,8 @@ Command add_map_command(CLI::App& app) {
     std::string arch = "gemmini_default", workload, layer, objective = "edp", constraints;
     ZooParams zoo;
     int64_t max_mappings = 200'000'000;
-    bool pareto = false, json = false, no_bound = false;
+    bool pareto = false, json = false, no_bound = false, depth_first = false;
+    double upper_bound = std::numeric_limits<double>::infinity();
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
@@ -37,6 +39,10 @@ Command add_map_command(CLI::App& app) {
   cmd->add_flag("--pareto", o->pareto,
                 "also print the energy/cycles Pareto front of each layer (evaluates the whole mapspace)");
   cmd->add_flag("--no-bound", o->no_bound, "evaluate the whole mapspace instead of branch and bound");
+  cmd->add_flag("--depth-first", o->depth_first,
+                "branch and bound: extend choices in enumeration order instead of best bound first (for comparison)");
+  cmd->add_option("--upper-bound", o->upper_bound,
+                  "branch and bound: an objective value some mapping is known to reach (cuts from the start)");
   cmd->add_flag("--json", o->json, "print one JSON object: per layer the optimum and the search's counts");
   return {cmd, [o]() {
             const Core core = load_architecture(o->arch).cores.at(0);
@@ -65,6 +71,8 @@ Command add_map_command(CLI::App& app) {
               opt.objective = objective;
               opt.max_mappings = o->max_mappings;
               opt.front = o->pareto || o->no_bound;
+              opt.best_first = !o->depth_first;
+              opt.upper_bound = o->upper_bound;
               const MapperResult r = exhaustive_search(e, core, make_mapspace(constraints, e, core), opt);
               const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;

@@ -35,6 +35,7 @@ struct ExhaustiveSink final : TileSink {
   double best_energy = std::numeric_limits<double>::infinity();  // of best (energy_tiebreak)
   // Branch and bound: the best objective value any thread has found (so far).
   std::atomic<double>* incumbent = nullptr;
+  double upper_bound = std::numeric_limits<double>::infinity();  // ExhaustiveOptions::upper_bound
 
   ExhaustiveSink(const Einsum& e_, const Core& c_, Objective o, bool f, std::atomic<double>* inc)
       : e(e_), c(c_), objective(o), front(f), incumbent(inc) {}
@@ -49,6 +50,13 @@ struct ExhaustiveSink final : TileSink {
            (energy_tiebreak && v >= best_value && energy_pj > best_energy);
   }
 
+  bool has_incumbent() const override {
+    return incumbent->load(std::memory_order_relaxed) < std::numeric_limits<double>::infinity();
+  }
+  double priority(double energy_pj, double cycles) const override {
+    return objective_value(objective, energy_pj, cycles);
+  }
+
   // Whether (v, energy, text) is better than the thread's best.
   bool better(double v, double energy, const std::string& text) const {
     if (v != best_value) return v < best_value;
@@ -60,6 +68,7 @@ struct ExhaustiveSink final : TileSink {
     if (!r.valid() || r.cycles > max_cycles) return;
     ++valid;
     const double v = objective_value(objective, r);
+    if (v > upper_bound) return;  // only mappings within the caller's known bound count
     std::optional<Mapping> m;
     std::string text;
     auto materialise = [&] {
@@ -124,7 +133,8 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.bound_scalar = !opt.front;
   spec.onchip_backing = opt.onchip_backing;
   spec.merge_passthrough = opt.merge_passthrough;
-  std::atomic<double> incumbent{std::numeric_limits<double>::infinity()};
+  spec.best_first = opt.best_first;
+  std::atomic<double> incumbent{opt.front ? std::numeric_limits<double>::infinity() : opt.upper_bound};
   TileSearch s(e, c, space, spec);
   const int threads = omp_get_max_threads();
   std::vector<ExhaustiveSink> sinks;
@@ -133,6 +143,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
     sinks.back().max_cycles = opt.max_cycles;
     sinks.back().energy_tiebreak = opt.energy_tiebreak;
+    if (!opt.front) sinks.back().upper_bound = opt.upper_bound;
   }
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share

@@ -47,6 +47,14 @@ struct ExhaustiveOptions {
   // objective Cycles, Stream's "min latency, then min energy" in one search, whose bound cuts
   // by energy among the choices that can only tie on cycles.
   bool energy_tiebreak = false;
+  // Branch and bound: extend each level's choices in the order of their bounds (best first), so
+  // that a good mapping comes early and cuts more (TileSearchSpec::best_first). Same answer.
+  bool best_first = true;
+  // Branch and bound: a value of the objective that some mapping of the mapspace is known to
+  // reach (e.g. the optimum of a narrower mapspace): choices whose bound is above it are cut from
+  // the start, and only mappings of at most this value count: a value below the optimum leaves
+  // no mapping (best stays empty).
+  double upper_bound = std::numeric_limits<double>::infinity();
 };
 
 struct ParetoMapping {

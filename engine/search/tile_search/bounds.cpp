@@ -38,6 +38,86 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   return best;
 }
 
+double TileSearch::plain_tile_moves(const LevelChoice* chosen, int k, int l, int t,
+                                    const std::array<int64_t, kMaxRanks>& rest, double above_l) const {
+  // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
+  // instance takes its whole tile once per iteration of the loops from the outermost down to the
+  // innermost one above k over a rank t indexes: at the lowest level j above k with such a factor,
+  // its loops over t's ranks (the others may sit inside them), and every loop of the levels above
+  // j (all outside j's). Above l: at least the temporal iterations left.
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  double tile = 1;
+  for (int d = 0; d < pt.n_dims; ++d) {
+    const int r = pt.plain_rank[d];
+    for (int j = 0; j <= k; ++j) tile *= static_cast<double>(chosen[j].t[r] * chosen[j].x[r] * chosen[j].y[r]);
+  }
+  double refills = 1;
+  int j = k + 1;
+  for (; j <= l; ++j) {
+    double own = 1;
+    for (int r = 0; r < R; ++r)
+      if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(chosen[j].t[r]);
+    if (own > 1) {
+      refills = own;
+      break;
+    }
+  }
+  if (j <= l) {
+    for (int i = j + 1; i <= l; ++i)
+      for (int r = 0; r < R; ++r) refills *= static_cast<double>(chosen[i].t[r]);
+    refills *= above_l;
+  } else {
+    double own = 1;
+    for (int r = 0; r < R; ++r)
+      if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(rest[r]);
+    refills = std::ceil(own / static_cast<double>(fanout_above[l]));
+  }
+  return tile * refills;
+}
+
+double TileSearch::relevant_spread(const LevelChoice* chosen, int from, int to, int t) const {
+  // A spatial factor over a rank that alone moves one of t's dimensions gives that many distinct
+  // tiles, which the level's instances take apart (no multicast can merge them).
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  double n = 1;
+  for (int j = from; j <= to; ++j)
+    for (int r = 0; r < R; ++r)
+      if (pt.rank_terms[r] == 1 && pt.plain_rank[pt.rank_dim[r][0]] == r)
+        n *= static_cast<double>(chosen[j].x[r] * chosen[j].y[r]);
+  return n;
+}
+
+double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, int m,
+                                 const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
+                                 double* wr) const {
+  // Every level below the top keeping the output sends each tile it holds up to the next level
+  // keeping it whenever the tile moves: the parent's updates are the child's fills (before the
+  // first-update discount, which applies to the child's own fills) times the distinct tiles of
+  // the spatial loops between them and the parent's instances; with every dimension one rank, the
+  // fills are plain_tile_moves. At least the output's volume reaches the parent.
+  const int t = plan_.output;
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  for (int d = 0; d < pt.n_dims; ++d)
+    if (pt.plain_rank[d] < 0) return 0;
+  const double volume = static_cast<double>(pt.volume);
+  double pj = 0;
+  for (int k = m; k <= kept_to && k < L - 1; ++k) {
+    if (!(chosen[k].keep >> t & 1)) continue;
+    int parent = k + 1;
+    while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
+    if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs the output
+    const double each = plain_tile_moves(chosen, k, l, t, rest, above_l);
+    if (parent <= kept_to) {
+      const double updates = std::max(volume, each * relevant_spread(chosen, k + 1, parent, t) * inst_least[parent]);
+      pj += updates * plan_.levels[static_cast<size_t>(parent)].update_pj;
+      wr[parent] += updates;
+    } else {
+      pj += std::max(volume, each * relevant_spread(chosen, k + 1, l, t)) * update_pj_above[kept_to][t];
+    }
+  }
+  return pj;
+}
+
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                                double& energy_lb, double& cycles_lb, bool open_keep) const {
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
@@ -129,6 +209,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
       served += reads * lv.read_pj;
       rd[m] += reads;
       wr[m] += words;
+      if (!(spec_.onchip_backing >> t & 1)) moved += output_drains(chosen, l, kept_to, m, rest, above_l, inst_least, wr);
       continue;
     }
     rd[m] += words;
@@ -144,46 +225,19 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
       int parent = k + 1;
       while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
       if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
-      // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
-      // instance is filled with its tile once per iteration of the loops from the outermost down
-      // to the innermost one above k over a rank t indexes: at the lowest level j above k with
-      // such a factor, its loops over t's ranks (the others may sit inside them), and every loop
-      // of the levels above j (all outside j's). Above l: at least the temporal iterations left.
-      double each = 0;
-      if (plain) {
-        double tile = 1;
-        for (int d = 0; d < pt.n_dims; ++d) {
-          const int r = pt.plain_rank[d];
-          for (int j = 0; j <= k; ++j) tile *= static_cast<double>(chosen[j].t[r] * chosen[j].x[r] * chosen[j].y[r]);
-        }
-        double refills = 1;
-        int j = k + 1;
-        for (; j <= l; ++j) {
-          double own = 1;
-          for (int r = 0; r < R; ++r)
-            if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(chosen[j].t[r]);
-          if (own > 1) {
-            refills = own;
-            break;
-          }
-        }
-        if (j <= l) {
-          for (int i = j + 1; i <= l; ++i)
-            for (int r = 0; r < R; ++r) refills *= static_cast<double>(chosen[i].t[r]);
-          refills *= above_l;
-        } else {
-          double own = 1;
-          for (int r = 0; r < R; ++r)
-            if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(rest[r]);
-          refills = std::ceil(own / static_cast<double>(fanout_above[l]));
-        }
-        each = tile * refills;
-      }
+      const double each = plain ? plain_tile_moves(chosen, k, l, t, rest, above_l) : 0;
       const double fills = std::max(values, each * inst_least[k]);
+      // The parent reads each fill of every instance once per group of instances that share it:
+      // at least the fills of one instance times the distinct tiles the spatial loops between
+      // them spread and the instances of the parent.
+      // Not chosen yet, the parent is above l: at least the spreading of the chosen levels.
+      const double reads = parent <= kept_to
+                               ? std::max(values, each * relevant_spread(chosen, k + 1, parent, t) * inst_least[parent])
+                               : std::max(values, each * relevant_spread(chosen, k + 1, l, t));
       moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj +
-               values * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
+               reads * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
       wr_each[k] += std::max(each, values / inst[k]);
-      if (parent <= kept_to) rd[parent] += values;
+      if (parent <= kept_to) rd[parent] += reads;
     }
   }
   // The model adds the same non-negative terms in another order: leave room for its rounding.

@@ -76,10 +76,70 @@ const std::vector<std::vector<int>>& TileWorker::State::order_classes(int l, con
         }
         it->second.push_back(order);
       } while (std::next_permutation(order.begin(), order.end()));
+      if (s->spec_.bound_scalar && s->spec_.reduce_orders) drop_dominated_orders(it->second, below);
     }
   }
   order_fast[fast] = &it->second;
   return it->second;
+}
+
+// Branch and bound needs only one best mapping, so a class whose every refill is at least another
+// class's can go. Per tensor kept below, a signature that is one set of ranks the tensor does not
+// index (its innermost loop over one of its ranks moves only window-free dimensions, or there is
+// none) refills the tile once per iteration of the level's other loops: a larger set (each of its
+// loops has a factor above 1) refills strictly less often, and so costs no more energy and no
+// more time (every count of the model is monotone in the refills). Other signatures (sliding
+// windows) are compared only for equality. A class is dropped if another one is at least as good
+// for every tensor and better for one; the first of equals stays, so the result is deterministic.
+void TileWorker::State::drop_dominated_orders(std::vector<std::vector<int>>& classes, uint32_t below) const {
+  if (classes.size() < 2) return;
+  struct PerTensor {
+    bool one_set = false;
+    int set = 0;
+    std::vector<int> sig;
+  };
+  std::vector<std::vector<PerTensor>> sigs;
+  for (const std::vector<int>& order : classes) {
+    const std::vector<int> sig = s->order_signature(order, below);
+    std::vector<PerTensor> per;
+    for (size_t i = 0; i < sig.size();) {
+      size_t j = i + 1;
+      while (j < sig.size() && sig[j] >= 0) ++j;
+      PerTensor pt;
+      pt.sig.assign(sig.begin() + static_cast<std::ptrdiff_t>(i), sig.begin() + static_cast<std::ptrdiff_t>(j));
+      const int t = -1 - sig[i];
+      pt.one_set = s->plain[static_cast<size_t>(t)] && j == i + 2;
+      if (pt.one_set) pt.set = sig[i + 1] - 1000;
+      per.push_back(std::move(pt));
+      i = j;
+    }
+    sigs.push_back(std::move(per));
+  }
+  // 0: incomparable, 1: a at least as good as b for every tensor, 2: and strictly better for one.
+  auto compare = [&](const std::vector<PerTensor>& a, const std::vector<PerTensor>& b) {
+    if (a.size() != b.size()) return 0;
+    bool strict = false;
+    for (size_t t = 0; t < a.size(); ++t) {
+      if (a[t].one_set && b[t].one_set) {
+        if ((a[t].set & b[t].set) != b[t].set) return 0;
+        strict = strict || a[t].set != b[t].set;
+      } else if (a[t].sig != b[t].sig) {
+        return 0;
+      }
+    }
+    return strict ? 2 : 1;
+  };
+  std::vector<bool> drop(classes.size(), false);
+  for (size_t i = 0; i < classes.size(); ++i)
+    for (size_t j = 0; j < classes.size() && !drop[i]; ++j)
+      if (j != i && !drop[j] && compare(sigs[j], sigs[i]) == 2) drop[i] = true;
+  size_t n = 0;
+  for (size_t i = 0; i < classes.size(); ++i)
+    if (!drop[i]) {
+      if (n != i) classes[n] = std::move(classes[i]);  // a vector's self-move would empty it
+      ++n;
+    }
+  classes.resize(n);
 }
 
 const std::vector<uint32_t>& TileWorker::State::codes_of(int l, const std::vector<std::vector<int>>& classes) {

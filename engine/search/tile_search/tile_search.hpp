@@ -72,6 +72,10 @@ struct TileSearchSpec {
   // (scalar_bounds) go to the sink's beaten(energy, cycles, -1, 0), and a beaten choice is not
   // extended. Single-Einsum searches only (no backing level, no fused tiles).
   bool bound_scalar = false;
+  // With bound_scalar: a level's choices are bounded first and extended best first (the sink's
+  // priority() of their bounds), so that a good mapping is found early and the bound cuts more.
+  // The answer does not change, only how much is evaluated.
+  bool best_first = false;
   // Per level, words moved by every evaluation outside the mapping's loops (PlanLevel::
   // extra_read_words / extra_write_words): a fused context's resident fill.
   std::array<double, kMaxLevels> extra_read_words{}, extra_write_words{};
@@ -120,6 +124,11 @@ class TileSink {
   // of a partial choice with these lower bounds, TileWorker::complete). Must be exact: true only
   // if something already kept strictly beats every such mapping. The default keeps everything.
   virtual bool beaten(double /*energy_pj*/, double /*cycles*/, int /*level*/, int64_t /*words*/) { return false; }
+  // Branch and bound (TileSearchSpec::bound_scalar): whether the sink holds a mapping whose value
+  // can cut (until then choices are evaluated as soon as they are complete), and the order in
+  // which choices with these lower bounds are best extended (smaller first).
+  virtual bool has_incumbent() const { return false; }
+  virtual double priority(double energy_pj, double cycles) const { return energy_pj * cycles; }
 };
 
 class TileWorker;
@@ -167,6 +176,20 @@ class TileSearch {
   double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                      double& energy_lb, double& cycles_lb, bool open_keep = false) const;
+
+ private:
+  // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t (every dimension
+  // one rank), the words its tile moves at least (an input's fills, an output's drains), given
+  // levels 0..l chosen; the distinct tiles the spatial factors of levels from..to spread over t's
+  // ranks; the energy of the output's drains from every chosen keeper below the top to the next
+  // (adding the parents' words to `wr`).
+  double plain_tile_moves(const LevelChoice* chosen, int k, int l, int t, const std::array<int64_t, kMaxRanks>& rest,
+                          double above_l) const;
+  double relevant_spread(const LevelChoice* chosen, int from, int to, int t) const;
+  double output_drains(const LevelChoice* chosen, int l, int kept_to, int m, const std::array<int64_t, kMaxRanks>& rest,
+                       double above_l, const double* inst_least, double* wr) const;
+
+ public:
 
  private:
   friend class TileWorker;
@@ -220,7 +243,7 @@ class TileSearch {
   // level l and tensor, the least read energy among the levels above l that may keep it (the
   // cheapest parent those fills can come from).
   std::array<double, kMaxTensors> touched_{};
-  std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{};
+  std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};

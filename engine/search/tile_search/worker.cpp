@@ -10,6 +10,9 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   if (s->over()) return;
   if (l == s->L) {
     park();
+    // Branch and bound cuts nothing before a first mapping is known: until then each choice is
+    // evaluated as soon as it is parked instead of waiting for a full bucket.
+    if (s->spec_.bound_scalar && !sink->has_incumbent()) flush_all();
     return;
   }
   std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
@@ -33,6 +36,10 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   } else {
     s->level_choices(l, remaining, choices);
   }
+  if (s->spec_.bound_scalar && s->spec_.best_first) {
+    descend_best_first(l, remaining, choices);
+    return;
+  }
   for (const LevelChoice& ch : choices) {
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
@@ -54,6 +61,86 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       }
       descend(l + 1, rest);
     }
+  }
+}
+
+void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMaxRanks>& remaining,
+                                           const std::vector<LevelChoice>& choices) {
+  // Every admissible choice that fits is bounded first, then extended in the order of its bound
+  // under the sink's objective: the most promising subtree is searched first, so a good incumbent
+  // comes early and cuts the rest. Each is bounded again when its turn comes (the incumbent may
+  // have improved meanwhile). Ties keep the enumeration order, so the order is deterministic.
+  std::vector<Ranked>& ranked = ranked_at[static_cast<size_t>(l)];
+  ranked.clear();
+  // level_choices gives the temporal choices of one set of spatial factors one after another. Per
+  // set and kept set, one bound with the level's temporal factors left to the levels above (a
+  // lower bound for every temporal choice: the tile and the inner iterations only move from the
+  // level to the rest) skips the kept sets it beats for every temporal choice at once.
+  const std::vector<TensorMask>& keeps = s->keep_options[l];
+  std::vector<uint8_t>& keep_dead = keep_dead_at[static_cast<size_t>(l)];
+  keep_dead.assign(keeps.size(), 0);
+  FanoutKey spatial_set{};
+  bool have_set = false;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const LevelChoice& ch = choices[i];
+    // (The top level has one temporal choice per spatial set: nothing to gain there.)
+    if (const FanoutKey fk = fanout_key(ch, s->R); l < s->top && (!have_set || fk != spatial_set)) {
+      spatial_set = fk;
+      have_set = true;
+      std::array<int64_t, kMaxRanks> open_rest = remaining;
+      for (int r = 0; r < s->R; ++r) open_rest[r] /= ch.x[r] * ch.y[r];
+      for (size_t ki = 0; ki < keeps.size(); ++ki) {
+        chosen[l] = ch;
+        chosen[l].t.fill(1);
+        chosen[l].keep = keeps[ki];
+        double energy = 0, cycles = 0;
+        s->scalar_bounds(chosen.data(), l, open_rest, energy, cycles);
+        keep_dead[ki] = sink->beaten(energy, cycles, -1, 0);
+      }
+    }
+    std::array<int64_t, kMaxRanks> rest = remaining;
+    for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+    for (size_t ki = 0; ki < keeps.size(); ++ki) {
+      const TensorMask keep = keeps[ki];
+      if (keep_dead[ki]) {
+        ++owner->bound_pruned[static_cast<size_t>(l)];
+        continue;
+      }
+      if (l == top_filter && top_beaten(ch, keep)) {
+        ++owner->fanout_skipped;
+        continue;
+      }
+      chosen[l] = ch;
+      chosen[l].keep = keep;
+      if (!s->admissible(chosen[l], l)) continue;
+      if (s->spec_.prune && !s->fits(chosen.data(), l)) {
+        ++owner->pruned;
+        continue;
+      }
+      if (bound_beaten(l, rest)) {
+        ++owner->bound_pruned[static_cast<size_t>(l)];
+        continue;
+      }
+      ranked.push_back({sink->priority(last_energy_lb, last_cycles_lb), last_energy_lb, last_cycles_lb,
+                        static_cast<uint32_t>(i), keep});
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.priority < b.priority; });
+  // descend() below reuses deeper buffers only, so `ranked` and `choices` stay valid.
+  for (const Ranked& rk : ranked) {
+    if (s->over()) return;
+    if (sink->beaten(rk.energy, rk.cycles, -1, 0)) {
+      ++owner->bound_pruned[static_cast<size_t>(l)];
+      continue;
+    }
+    const LevelChoice& ch = choices[rk.choice];
+    std::array<int64_t, kMaxRanks> rest = remaining;
+    for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+    chosen[l] = ch;
+    chosen[l].keep = rk.keep;
+    last_energy_lb = rk.energy;
+    last_cycles_lb = rk.cycles;
+    descend(l + 1, rest);
   }
 }
 

@@ -120,6 +120,8 @@ struct TileWorker::State {
       std::vector<const std::vector<std::vector<int>>*>(kMaxLevels << (kMaxTensors + kMaxRanks), nullptr);
 
   const std::vector<std::vector<int>>& order_classes(int l, const std::vector<int>& ranks, uint32_t below);
+  // Branch and bound: drops the classes another class beats on every refill (orders.cpp).
+  void drop_dominated_orders(std::vector<std::vector<int>>& classes, uint32_t below) const;
 
   // Merged mode: one parked copy per order class combination of the choice, in the bucket of its
   // whole loop structure (class representative, then the level's other loopable ranks at factor
@@ -160,6 +162,17 @@ struct TileWorker::State {
   }
 
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining);
+
+  // Branch and bound with TileSearchSpec::best_first: level l's choices that pass their bound,
+  // extended in the order of the sink's priority of their bounds (one buffer per level, reused).
+  struct Ranked {
+    double priority, energy, cycles;
+    uint32_t choice;
+    TensorMask keep;
+  };
+  std::array<std::vector<Ranked>, kMaxLevels> ranked_at;
+  std::array<std::vector<uint8_t>, kMaxLevels> keep_dead_at;  // per kept-set option: beaten for the spatial set
+  void descend_best_first(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
 
   // `to` may be null while nothing is parked (partial pruning evaluates no lanes).
   void bind(const TileSearch& search, TileSink* to);
