@@ -108,7 +108,9 @@ void TileWorker::State::drop_dominated_orders(std::vector<std::vector<int>>& cla
       PerTensor pt;
       pt.sig.assign(sig.begin() + static_cast<std::ptrdiff_t>(i), sig.begin() + static_cast<std::ptrdiff_t>(j));
       const int t = -1 - sig[i];
-      pt.one_set = s->plain[static_cast<size_t>(t)] && j == i + 2;
+      // order_signature closes a window-free step with an empty set: [t, S, {}]; no loop over
+      // the tensor's ranks at all leaves [t, S].
+      pt.one_set = s->plain[static_cast<size_t>(t)] && (j == i + 2 || (j == i + 3 && sig[i + 2] == 1000));
       if (pt.one_set) pt.set = sig[i + 1] - 1000;
       per.push_back(std::move(pt));
       i = j;
