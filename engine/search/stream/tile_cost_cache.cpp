@@ -145,8 +145,8 @@ std::string parse_entry(std::string_view line, std::string& key, TileCost& c) {
   const auto r = std::from_chars(s.data(), s.data() + s.size(), sum, 16);
   if (s.size() != 16 || r.ec != std::errc() || r.ptr != s.data() + s.size())
     return "the last field is not a 16-digit checksum";
-  // The checksum covers the line up to and including the space before it.
-  if (fnv1a(line.substr(0, last + 1)) != sum) return "checksum mismatch (the line was altered or cut)";
+  // The checksum covers the line before the space that precedes it.
+  if (fnv1a(line.substr(0, last)) != sum) return "checksum mismatch (the line was altered or cut)";
   const auto f = fields(line.substr(0, last));
   if (f.size() < 5) return "too few fields";
   if (!unhex(f[0], key) || key.empty()) return "the key is not hexadecimal";
