@@ -18,6 +18,7 @@
 #include "cluster/local_executor.hpp"
 #include "cluster/mpi_executor.hpp"
 #include "engine/common/error.hpp"
+#include "engine/search/stream/tile_cost_cache.hpp"
 #include "partitioners/slice.hpp"
 #include "results/hdf5_writer.hpp"
 #include "results/journal.hpp"
@@ -39,7 +40,7 @@ static bool under_mpi_launcher() {
 Command add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("run", "Run a study (experiments/*.toml): locally, or over MPI ranks under mpirun/srun");
   struct Options {
-    std::string study, output, slice;
+    std::string study, output, slice, tile_cache;
     int threads = 0;
     bool quiet = false, recompute_stale = false;
   };
@@ -52,6 +53,9 @@ Command add_run_command(CLI::App& app) {
                   "cost, into a partial file for `mapfuse merge` (one job-array task per slice)");
   cmd->add_option("--threads", o->threads, "units computed at once per rank (0 = all cores)");
   cmd->add_flag("--quiet", o->quiet, "no progress line");
+  cmd->add_option("--tile-cache", o->tile_cache,
+                  "schedule studies: the tile-cost cache file (default: <output>.tilecache; none: no file), "
+                  "loaded at the start and kept up to date by rank 0 (docs/studies.md, \"Tile-cost cache\")");
   cmd->add_flag("--recompute-stale", o->recompute_stale,
                 "resume a journal some of whose results another mapfuse version or cost model computed: "
                 "compute those units again (their new results replace the old ones)");
@@ -125,6 +129,25 @@ Command add_run_command(CLI::App& app) {
             std::erase_if(units, [&](const WorkUnit& u) { return finished.count(u.id) > 0; });
             if (master && !finished.empty() && !o->quiet)
               fmt::print(stderr, "resuming {}: {} of {} units already journaled\n", what, finished.size(), total);
+            // The tile-cost cache (docs/studies.md, "Tile-cost cache"): one per process, shared by
+            // the units it computes; every rank loads the file, and rank 0 alone writes it, from
+            // the new entries each result brings (UnitResult::side_data).
+            const std::string cache_path = study.schedule.empty() || o->tile_cache == "none" ? std::string()
+                                           : o->tile_cache.empty()                            ? output + ".tilecache"
+                                                                                              : o->tile_cache;
+            TileCostCache tile_cache, rank0_store;
+            TileCostCache& file_cache = g_mpi ? rank0_store : tile_cache;  // what rank 0 writes
+            if (!cache_path.empty()) {
+              const CacheLoadResult lr = load_tile_cost_cache(cache_path, g_mpi && master ? rank0_store : tile_cache);
+              if (master && lr.status == CacheLoad::Stale) fmt::print(stderr, "warning: {}\n", lr.message);
+              if (master && lr.status == CacheLoad::Loaded && !o->quiet)
+                fmt::print(stderr, "tile-cost cache {}: {} entries\n", cache_path, lr.entries);
+            }
+            auto compute = [&](const WorkUnit& u) {
+              UnitResult r = run_unit(u, cache_path.empty() ? nullptr : &tile_cache);
+              if (!cache_path.empty()) r.side_data = tile_cache.take_fresh();
+              return r;
+            };
             std::atomic<bool> stop{false};
             StopSignals signals(stop);
             RunOptions opts;
@@ -140,13 +163,20 @@ Command add_run_command(CLI::App& app) {
               if (done == n) fmt::print(stderr, "\n");
             };
             auto sink = [&](UnitResult r) {
+              if (!r.side_data.empty()) {
+                file_cache.add_lines(r.side_data, "the entries of unit '" + r.label + "'");
+                save_tile_cost_cache(cache_path, file_cache);
+                r.side_data.clear();
+              }
               r.producer = producer;
               journal->append(r);
               results.push_back(std::move(r));
             };
-            const RunReport report = g_mpi ? run_mpi(units, &run_unit, sink, opts)
-                                           : run_local(units, &run_unit, sink, opts);
+            const RunReport report = g_mpi ? run_mpi(units, compute, sink, opts)
+                                           : run_local(units, compute, sink, opts);
             if (!master) return 0;
+            // Entries of a unit that failed after mapping some (its result carried none): kept too.
+            if (!cache_path.empty() && !g_mpi && !tile_cache.take_fresh().empty()) save_tile_cost_cache(cache_path, tile_cache);
             StudyMeta meta;
             meta.name = study.name;
             meta.mapfuse_version = producer;

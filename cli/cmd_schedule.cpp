@@ -28,7 +28,7 @@ struct ScheduleOptions {
   bool json = false;
   int show = 20;
   std::string arch, workload, mode = "fused", stacks = "auto", granularity = "stream:4", allocation, tile_costs,
-      write_tile_costs;
+      write_tile_costs, tile_cache;
   bool fold_unary = false;
   GaOptions ga;
   WacoOptions waco;
@@ -131,7 +131,15 @@ int run_pipeline(const ScheduleOptions* o) {
   spec.waco = o->waco;
   spec.ga.seed = static_cast<uint64_t>(o->seed);
   spec.waco.seed = o->seed;
-  const ScheduleRun run = run_schedule(spec);
+  // A tile-cost cache file (docs/stream.md, "Tile-cost cache"): loaded first, saved after.
+  TileCostCache cache;
+  if (!o->tile_cache.empty()) {
+    const CacheLoadResult lr = load_tile_cost_cache(o->tile_cache, cache);
+    if (lr.status == CacheLoad::Stale) fmt::print(stderr, "warning: {}\n", lr.message);
+  }
+  const ScheduleRun run = run_schedule(spec, &cache);
+  if (!o->tile_cache.empty() && (run.tile_cache_misses > 0 || !std::filesystem::exists(o->tile_cache)))
+    save_tile_cost_cache(o->tile_cache, cache);
   const Architecture& arch = run.arch;
   const Workload& w = run.workload;
   const TileGraph& g = run.graph;
@@ -169,7 +177,9 @@ int run_pipeline(const ScheduleOptions* o) {
                                               {"mapper_problems", tstats.mapper_problems},
                                               {"mapper_calls", tstats.mapper_calls},
                                               {"mappings_evaluated", tstats.mappings_evaluated},
-                                              {"seconds", tstats.seconds}}
+                                              {"seconds", tstats.seconds},
+                                              {"cache_hits", run.tile_cache_hits},
+                                              {"cache_misses", run.tile_cache_misses}}
                              : nlohmann::json{{"source", o->tile_costs}};
     for (size_t l = 0; l < w.einsums.size(); ++l) {
       nlohmann::json names = nlohmann::json::array();
@@ -201,6 +211,9 @@ int run_pipeline(const ScheduleOptions* o) {
                  "{} mappings evaluated, {:.3f} s\n",
                  tstats.tiles, tstats.unique_keys, tstats.mapper_problems, tstats.mapper_calls,
                  tstats.mappings_evaluated, tstats.seconds);
+    if (mapped)
+      fmt::print("tile-cost cache: {} of {} mapping problems found (all phases){}\n", run.tile_cache_hits,
+                 run.tile_cache_hits + run.tile_cache_misses, o->tile_cache.empty() ? std::string() : ", file " + o->tile_cache);
     if (run.waco)
       fmt::print("waco: steady states {} of {} CTs ({:.1f} %) for {:.1f} % of the MACs; {} stacks solved in {:.3f} s "
                  "(candidate costs {:.3f} s), largest gap {:.3g}\n",
@@ -262,6 +275,8 @@ Command add_schedule_command(CLI::App& app) {
                                                  "(its cost_lut.csv and cns.csv); without it, mapfuse's mapper "
                                                  "costs each unique (CT shape, core)");
   cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
+  cmd->add_option("--tile-cache", o->tile_cache, "a tile-cost cache file (docs/stream.md, \"Tile-cost cache\"): the mapper's "
+                                                 "costs found there are not searched again; new ones are added to it");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();
   cmd->add_option("--set", o->sets, "override one switch of the semantics: NAME=0|1 (dedup_only_equal_start, "

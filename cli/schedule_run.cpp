@@ -105,8 +105,10 @@ coala::Options schedule_options(const std::string& semantics, const std::vector<
   return o;
 }
 
-ScheduleRun run_schedule(const ScheduleSpec& spec) {
+ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
   const ScheduleSpec* o = &spec;
+  TileCostCache own_cache;
+  if (!cache) cache = &own_cache;
   ScheduleRun run;
   nlohmann::json& seconds = run.seconds;
   using clock = std::chrono::steady_clock;
@@ -162,8 +164,15 @@ ScheduleRun run_schedule(const ScheduleSpec& spec) {
   // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
   run.mapped = o->tile_costs.empty();
   auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats) {
-    return run.mapped ? map_tile_costs(w, ts, arch, on, TileCostOptions{}, stats)
-           : std::filesystem::is_directory(o->tile_costs)
+    if (run.mapped) {
+      TileCostStats st;
+      std::vector<TileCost> c = map_tile_costs(w, ts, arch, on, TileCostOptions{}, &st, cache);
+      run.tile_cache_hits += st.cache_hits;
+      run.tile_cache_misses += st.cache_misses;
+      if (stats) *stats = st;
+      return c;
+    }
+    return std::filesystem::is_directory(o->tile_costs)
                ? tile_costs_from_table(stream_cost_lut_table(o->tile_costs, w, arch), w, ts, arch, on)
                : read_tile_costs(o->tile_costs, w, ts, arch, on);
   };

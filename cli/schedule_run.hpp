@@ -41,7 +41,10 @@ struct ScheduleRun {
   TileGraph graph;
   std::vector<int> core_of_tile;
   bool mapped = false;      // tile costs from map_tile_costs (then tile_cost_stats holds its figures)
-  TileCostStats tile_cost_stats;
+  TileCostStats tile_cost_stats;  // of the final graph's costs (the GA's: its candidates')
+  // Mapping problems found in the tile-cost cache and mapped, over every phase of the run (WACO's
+  // candidate costs and its unrolled graph, or the GA's candidates, or the allocation's graph).
+  int64_t tile_cache_hits = 0, tile_cache_misses = 0;
   std::optional<WacoResult> waco;  // allocation waco: its stacks and figures (its graph moved to `graph`)
   coala::Problem problem;
   coala::Schedule schedule;
@@ -56,8 +59,10 @@ struct ScheduleRun {
 coala::Options schedule_options(const std::string& semantics, const std::vector<std::string>& sets,
                                 ScheduleProblemOptions* problem = nullptr);
 
-// Runs the whole pipeline. InputError (keys named as the command's flags) on bad input.
-ScheduleRun run_schedule(const ScheduleSpec& spec);
+// Runs the whole pipeline. InputError (keys named as the command's flags) on bad input. Mapper
+// costs go through `cache` (docs/stream.md, "Tile-cost cache"): a study's, shared by the units of
+// a process, or, when null, one of this run alone, which WACO's phases still share.
+ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache = nullptr);
 
 // WACO's figures for --json: steady states (the paper's Fig. 11), per stack the MILP's size,
 // solve time, objective, bound and gap, and the chosen parallelism per layer.

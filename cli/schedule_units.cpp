@@ -55,7 +55,7 @@ std::pair<double, double> union_and_outside(std::vector<std::pair<double, double
 
 }  // namespace
 
-UnitResult run_schedule_unit(const WorkUnit& unit) {
+UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   const nlohmann::json p = nlohmann::json::parse(unit.payload);
   ScheduleSpec spec;
   spec.workload = p.at("workload").get<std::string>();
@@ -77,7 +77,7 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
     spec.waco.time_limit_s = it->at("time_limit_s").get<double>();
     spec.waco.seed = it->at("seed").get<int>();
   }
-  const ScheduleRun run = run_schedule(spec);
+  const ScheduleRun run = run_schedule(spec, tile_cache);
   const coala::Schedule& s = run.schedule;
   UnitResult r;
   r.cycles = s.latency_cc;
@@ -110,6 +110,11 @@ UnitResult run_schedule_unit(const WorkUnit& unit) {
     metric("tile_cost_unique_keys", double(run.tile_cost_stats.unique_keys));
     metric("tile_cost_mapper_calls", double(run.tile_cost_stats.mapper_calls));
     metric("tile_cost_seconds", run.tile_cost_stats.seconds);
+    // Mapping problems of all the unit's phases found in the cache or mapped: like the seconds,
+    // they depend on what ran before in the process (and mapper_calls counts misses only), so
+    // they are not part of the result's identity; the costs themselves are the same either way.
+    metric("tile_cost_cache_hits", double(run.tile_cache_hits));
+    metric("tile_cost_cache_misses", double(run.tile_cache_misses));
   }
   metric("schedule_seconds", run.seconds.at("schedule").get<double>());
   // The allocation's search (`mapfuse schedule --json`'s search_seconds): the GA's generations

@@ -447,10 +447,10 @@ void complete_ffm_joins(const Study& study, std::vector<UnitResult>& results,
   }
 }
 
-UnitResult run_unit(const WorkUnit& unit) {
+UnitResult run_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   if (unit.kind == "get_partition") return run_get_partition(unit);
   if (unit.kind == "get_dataset") return run_get_dataset(unit);
-  if (unit.kind == "schedule") return run_schedule_unit(unit);
+  if (unit.kind == "schedule") return run_schedule_unit(unit, tile_cache);
   if (unit.kind == "optimize_network") return run_optimize_network(unit);
   if (unit.kind == "ffm_pmappings") return run_ffm_pmappings(unit);
   if (unit.kind == "ffm_baseline") return run_ffm_baseline(unit);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/arch/architecture.hpp"
+#include "engine/search/stream/tile_cost_cache.hpp"
 #include "engine/workload/einsum.hpp"
 #include "engine/workload/op_graph.hpp"
 #include "engine/workload/workload.hpp"
@@ -57,8 +58,10 @@ UnitResult run_get_dataset(const WorkUnit& unit);
 // "Stream schedules"): energy_pj, cycles (the latency), edp; metrics latency_cc, energy_pj,
 // cts, edges, stacks, transfers, energy_<part>_pj (the ten parts, summing to energy_pj),
 // peak_core_memory_bits, schedule_seconds and, with mapper costs, tile_cost_unique_keys,
-// tile_cost_mapper_calls, tile_cost_seconds; data: the schedule record (results/schedule_h5.hpp).
-UnitResult run_schedule_unit(const WorkUnit& unit);
+// tile_cost_mapper_calls, tile_cost_seconds, tile_cost_cache_hits and tile_cost_cache_misses;
+// data: the schedule record (results/schedule_h5.hpp). Mapper costs go through `tile_cache` (the
+// process's, shared by its units), or a cache of the unit alone when null.
+UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache = nullptr);
 
 // The training networks' operator graphs, each named by its stem (`networks`): files of
 // `onnx_dir`, or else as resolve_get_network finds them. InputError (key `key`) when one is missing.
@@ -74,8 +77,8 @@ std::string get_network_spec(const std::string& w, const std::string& key = "--w
 // Its operator graph: load_op_graph, or op_graph_from_workload for a zoo CNN (activations folded).
 OpGraph load_get_network(const std::string& w, const std::string& key = "--workload");
 
-// Any of the above by the unit's kind.
-UnitResult run_unit(const WorkUnit& unit);
+// Any of the above by the unit's kind; `tile_cache` goes to schedule units.
+UnitResult run_unit(const WorkUnit& unit, TileCostCache* tile_cache = nullptr);
 
 // What computes this process's results: "<mapfuse version>/<model fingerprint>"
 // (engine/validation/model_fingerprint.hpp). Journaled with every result; resume refuses others.

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/atomic_file.hpp"
+
 namespace mapfuse::h5io {
 
 // The HDF5 error stack prints itself to stderr by default; we turn failures into exceptions.
@@ -138,25 +140,6 @@ inline Handle write_dataset(const Context& c, hid_t parent, const char* name, hi
 }
 
 
-inline void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) {
-    if (directory) return;  // best effort
-    throw std::runtime_error("cannot reopen '" + path + "' to sync it: " + std::strerror(errno));
-  }
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0 && !directory) throw std::runtime_error("cannot sync '" + path + "': " + std::strerror(err));
-}
-
-inline std::string dir_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-
 inline std::string read_string_attr(const Context& c, hid_t obj, const char* name, hid_t str) {
   Handle a = c.check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("attribute ") + name);
   Handle space = c.check(H5Aget_space(a), H5Sclose, std::string("attribute ") + name);
@@ -196,20 +179,10 @@ inline Handle read_rows(const Context& c, hid_t file, const char* name, hid_t me
 inline std::string take(char* p) { return p ? std::string(p) : std::string(); }
 
 
-// Writes `path` through `write(tmp)` into "<path>.tmp.<pid>", syncs it and renames it over `path`;
-// on failure the temporary file is removed and an older file at `path` stays untouched.
+// Writes `path` through `write(tmp)` atomically (engine/common/atomic_file.hpp): an older file at
+// `path` stays untouched on failure.
 inline void write_atomically(const std::string& path, const std::function<void(const std::string& tmp)>& write) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  try {
-    write(tmp);
-    fsync_path(tmp, false);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw std::runtime_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  fsync_path(dir_of(path), true);
+  replace_file_atomically(path, write);
 }
 
 }  // namespace mapfuse::h5io

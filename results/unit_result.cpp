@@ -108,6 +108,7 @@ std::string to_json(const UnitResult& r) {
     for (const auto& m : r.metrics) metrics.push_back({m.name, num(m.value)});
   }
   if (!r.data.empty()) j["data"] = r.data;
+  if (!r.side_data.empty()) j["side_data"] = r.side_data;
   return j.dump();
 }
 
@@ -147,6 +148,7 @@ UnitResult unit_result_from_json(const std::string& text) {
     if (j.contains("metrics"))
       for (const auto& m : j.at("metrics")) r.metrics.push_back({m.at(0).get<std::string>(), get_num(m.at(1))});
     if (j.contains("data")) r.data = j.at("data").get<std::string>();
+    if (j.contains("side_data")) r.side_data = j.at("side_data").get<std::string>();
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("malformed unit result: ") + e.what());

@@ -68,6 +68,12 @@ struct UnitResult {
   // written to the study file's /schedules): journaled and moved between ranks like the rest; no
   // other kind's data reaches the HDF5 file. Empty for most units.
   std::string data;
+
+  // What the computing process hands to rank 0's process beside the result, which rank 0's sink
+  // takes off before journaling it (so it reaches neither the journal nor the study file): a
+  // schedule unit's new tile-cost cache entries, which rank 0 keeps in the study's cache file
+  // (docs/studies.md, "Tile-cost cache"). Moved between ranks with the result; empty for most.
+  std::string side_data;
 };
 
 // The parameter columns of a table of these results (the HDF5 /units, report --csv): the standard

@@ -41,7 +41,9 @@ def load(path):
         metrics.setdefault(int(m["unit"]), {})[m["name"].decode()] = float(m["value"])
     out = {}
     for i, u in enumerate(units):
-        m = {k: v for k, v in metrics.get(i, {}).items() if not k.endswith("seconds")}
+        # Timings, and the tile-cost cache's counters (what the process had mapped before), vary.
+        m = {k: v for k, v in metrics.get(i, {}).items()
+             if not k.endswith("seconds") and not k.startswith("tile_cost_cache_") and k != "tile_cost_mapper_calls"}
         out[u["label"].decode()] = (int(u["status"]), u["message"].decode(), u["energy_pj"], u["cycles"], m)
     sched = {}
     for name, g in f["schedules"].items():

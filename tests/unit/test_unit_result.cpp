@@ -32,6 +32,13 @@ TEST_CASE("results: unit results round-trip through JSON") {
   CHECK(b.status == UnitResult::Status::Failed);
   CHECK(b.trace[1].evaluations == 20);
   CHECK(b.pareto[0].mapping == "m1");
+  // side_data (tile-cost cache entries for rank 0) only when present, and back as it was.
+  CHECK(text.find("side_data") == std::string::npos);
+  UnitResult c = r;
+  c.side_data = "00ff 1 2 0 0 -\nabcd 3 4 5 1 -\n";
+  const UnitResult d = unit_result_from_json(to_json(c));
+  CHECK(d.side_data == c.side_data);
+  CHECK(to_json(d) == to_json(c));
   CHECK_THROWS_AS(unit_result_from_json("{\"unit_id\": 3}"), std::runtime_error);
   CHECK_THROWS_AS(unit_result_from_json("not json"), std::runtime_error);
 }

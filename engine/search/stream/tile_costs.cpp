@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -57,51 +58,6 @@ std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_clas
     }
     if (boxes)
       for (const Range& b : ts.box(acc[t])) put(k, b.size());
-  }
-  return k;
-}
-
-void put(std::string& key, double v) {
-  char b[sizeof v];
-  std::memcpy(b, &v, sizeof v);
-  key.append(b, sizeof v);
-}
-
-void put(std::string& key, const std::vector<std::string>& names) {
-  put(key, static_cast<int64_t>(names.size()));
-  for (const std::string& n : names) key += n, key += '\0';
-}
-
-// Everything of a core the mapper sees, so that identical cores (a quad core's four) share keys.
-std::string core_signature(const Core& c) {
-  std::string k;
-  put(k, static_cast<int64_t>(c.runs));
-  put(k, static_cast<int64_t>(c.legacy_output_fills));
-  put(k, c.compute.energy_pj);
-  put(k, c.compute.frequency_hz);
-  put(k, static_cast<int64_t>(c.levels.size()));
-  for (const Level& l : c.levels) {
-    put(k, l.entries);
-    put(k, static_cast<int64_t>(l.word_bits) << 32 | l.block_size);
-    put(k, static_cast<int64_t>(l.multiple_buffering));
-    for (double v : {l.read_bandwidth, l.write_bandwidth, l.shared_bandwidth, l.read_pj, l.write_pj, l.update_pj})
-      put(k, v);
-    put(k, static_cast<int64_t>(l.may_keep) << 8 | l.must_keep);
-    put(k, static_cast<int64_t>(l.backs_intermediates));
-    const Fanout& f = l.fanout;
-    put(k, f.x);
-    put(k, f.y);
-    put(k, f.x_ranks);
-    put(k, f.y_ranks);
-    put(k, static_cast<int64_t>(f.x_reuse) << 24 | f.y_reuse << 16 | f.x_multicast << 8 | f.y_multicast);
-    put(k, f.x_min_usage);
-    put(k, f.y_min_usage);
-  }
-  put(k, static_cast<int64_t>(c.vector.has_value()));
-  if (c.vector) {
-    put(k, static_cast<int64_t>(c.vector->level));
-    put(k, c.vector->lanes);
-    put(k, c.vector->energy_pj);
   }
   return k;
 }
@@ -371,9 +327,36 @@ Einsum ct_einsum(const Workload& w, const TileSet& tiles, int tile) {
   return e;
 }
 
+std::string tile_cost_cache_key(const Einsum& e, const std::string& core_fp, TensorMask offchip,
+                                const TileCostOptions& opt) {
+  std::string k;
+  k.reserve(core_fp.size() + 512);
+  auto name = [&](const std::string& n) { put(k, static_cast<int64_t>(n.size())), k += n; };
+  put(k, static_cast<int64_t>(opt.objective));
+  put(k, static_cast<int64_t>(opt.energy_tiebreak) << 1 | static_cast<int64_t>(opt.offchip_front));
+  put(k, opt.max_mappings);
+  name(core_fp);
+  put(k, static_cast<int64_t>(offchip));
+  put(k, static_cast<int64_t>(e.op));
+  put(k, static_cast<int64_t>(e.ranks.size()));
+  for (const Rank& r : e.ranks) name(r.name), put(k, r.size);
+  put(k, static_cast<int64_t>(e.tensors.size()));
+  for (const TensorAccess& ta : e.tensors) {
+    name(ta.name);  // in mapping texts: the mapper's tie-break
+    put(k, static_cast<int64_t>(ta.role));
+    put(k, static_cast<int64_t>(ta.bits_per_value));
+    put(k, static_cast<int64_t>(ta.dims.size()));
+    for (const Projection& p : ta.dims) {
+      put(k, static_cast<int64_t>(p.size()));
+      for (const ProjectionTerm& term : p) put(k, int64_t{term.rank}), put(k, term.coeff);
+    }
+  }
+  return k;
+}
+
 std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, const Architecture& a,
                                      std::span<const int> core_of_tile, const TileCostOptions& opt,
-                                     TileCostStats* stats) {
+                                     TileCostStats* stats, TileCostCache* cache) {
   const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(tiles.tiles.size());
   if (core_of_tile.size() != tiles.tiles.size())
@@ -381,10 +364,13 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
                      fmt::format("{} cores given for {} CTs (one per CT expected)", core_of_tile.size(), n));
   // Unique keys in order of their first CT, so the work list (and the first error) is deterministic.
   std::vector<int> core_class(a.cores.size());
+  std::vector<std::string> fingerprint(a.cores.size());
   {
     std::unordered_map<std::string, int> classes;
-    for (size_t c = 0; c < a.cores.size(); ++c)
-      core_class[c] = classes.try_emplace(core_signature(a.cores[c]), static_cast<int>(c)).first->second;
+    for (size_t c = 0; c < a.cores.size(); ++c) {
+      fingerprint[c] = core_fingerprint(a.cores[c]);
+      core_class[c] = classes.try_emplace(fingerprint[c], static_cast<int>(c)).first->second;
+    }
   }
   std::unordered_map<std::string, int> index;
   std::vector<int> key_of(static_cast<size_t>(n)), first_tile;
@@ -407,6 +393,11 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
   std::vector<int> problem_of(static_cast<size_t>(K)), problem_first;
   std::vector<TensorMask> problem_off;
   std::vector<std::string> what(static_cast<size_t>(K));
+  // With a cache: per problem its cache key (of the problem's first CT: what the search would be
+  // given) and whether the cache holds it.
+  std::vector<std::string> cache_key;
+  std::vector<KeyResult> results;
+  std::vector<char> hit;
   {
     std::unordered_map<std::string, int> problems;
     for (int k = 0; k < K; ++k) {
@@ -425,15 +416,23 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
       std::string pk = tile_key(layer, tiles, t, core_class[static_cast<size_t>(c)], false);
       pk += static_cast<char>(off);
       auto [it, fresh] = problems.try_emplace(std::move(pk), static_cast<int>(problem_first.size()));
-      if (fresh) problem_first.push_back(k), problem_off.push_back(off);
+      if (fresh) {
+        problem_first.push_back(k), problem_off.push_back(off);
+        results.emplace_back();
+        hit.push_back(0);
+        if (cache) {
+          cache_key.push_back(tile_cost_cache_key(e, fingerprint[static_cast<size_t>(c)], off, opt));
+          if (std::optional<TileCost> v = cache->find(cache_key.back())) results.back().cost = std::move(*v), hit.back() = 1;
+        }
+      }
       problem_of[static_cast<size_t>(k)] = it->second;
     }
   }
   const int P = static_cast<int>(problem_first.size());
-  std::vector<KeyResult> results(static_cast<size_t>(P));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(P));
 #pragma omp parallel for schedule(dynamic, 1)
   for (int p = 0; p < P; ++p) {
+    if (hit[static_cast<size_t>(p)]) continue;
     const int k = problem_first[static_cast<size_t>(p)];
     const int t = first_tile[static_cast<size_t>(k)];
     try {
@@ -446,6 +445,10 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
   }
   for (const auto& err : errors)
     if (err) std::rethrow_exception(err);
+  // Inserted after the loop, in problem order: the loop's threads never write the cache.
+  if (cache)
+    for (int p = 0; p < P; ++p)
+      if (!hit[static_cast<size_t>(p)]) cache->insert(cache_key[static_cast<size_t>(p)], results[static_cast<size_t>(p)].cost);
   // Per key, the problem's cost with the key's own footprints (its boxes).
   std::vector<TileCost> by_key(static_cast<size_t>(K));
   for (int k = 0; k < K; ++k) {
@@ -463,6 +466,8 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
     stats->unique_keys = K;
     stats->mapper_problems = P;
     for (const KeyResult& r : results) stats->mapper_calls += r.mapper_calls, stats->mappings_evaluated += r.evaluated;
+    if (cache)
+      for (char h : hit) (h ? stats->cache_hits : stats->cache_misses) += 1;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return costs;

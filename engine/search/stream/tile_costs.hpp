@@ -8,7 +8,9 @@
 
 #include "engine/arch/architecture.hpp"
 #include "engine/cost/tile_cost.hpp"
+#include "engine/mapping/mapping.hpp"
 #include "engine/search/random_search.hpp"
+#include "engine/search/stream/tile_cost_cache.hpp"
 #include "engine/workload/tiles.hpp"
 
 namespace mapfuse {
@@ -33,6 +35,9 @@ struct TileCostStats {
   int64_t mapper_problems = 0;
   int64_t mapper_calls = 0;  // exhaustive searches (a key whose operands do not fit may need several)
   int64_t mappings_evaluated = 0;
+  // With a cache: the mapping problems found there (no search) and those mapped and inserted
+  // (hits + misses = mapper_problems; mapper_calls and mappings_evaluated count the misses only).
+  int64_t cache_hits = 0, cache_misses = 0;
   double seconds = 0;        // wall time of map_tile_costs
 };
 
@@ -45,9 +50,21 @@ struct TileCostStats {
 // result does not depend on the thread count. Throws InputError for a core index out of range, a
 // core that cannot run the layer's operator, or a CT that no mapping fits even with off-chip
 // memory (naming the layer, the CT and the core).
+// With a cache, each mapping problem is looked up first (tile_cost_cache_key) and only the misses
+// are searched, then inserted: the result is bit-identical with and without it, and does not
+// depend on what other calls put there before (docs/stream.md, "Tile-cost cache").
 std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, const Architecture& a,
                                      std::span<const int> core_of_tile, const TileCostOptions& opt,
-                                     TileCostStats* stats = nullptr);
+                                     TileCostStats* stats = nullptr, TileCostCache* cache = nullptr);
+
+// The cache key of one mapping problem: everything the mapper's answer depends on. The core by
+// core_fingerprint (not its name); the CT-sized Einsum's operator, ranks (names, as mapping texts
+// use them, and sizes) and tensors (names, roles, widths, projections; not the Einsum's name nor
+// the tensors' offsets, which the cost model does not read); the operands sent off-chip; and the
+// options. Two problems with the same key get the same TileCost from the mapper (memory_bits
+// aside, which come from each CT's boxes).
+std::string tile_cost_cache_key(const Einsum& ct, const std::string& core_fp, TensorMask offchip,
+                                const TileCostOptions& opt);
 
 // The Einsum a CT computes: the layer's Einsum with every rank's size that of the CT's range
 // (padding of a Pad remainder included, as Stream pads).
