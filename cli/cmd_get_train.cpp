@@ -247,6 +247,7 @@ Command add_get_train_explainer_command(CLI::App& app) {
     get::gnn::DatasetSpec data;
     int64_t max_groups = 0;
     int epochs = 0;
+    int rollouts = 5, pretrain_list = 10, pretrain_set = 25;
     bool json = false;
   };
   auto o = std::make_shared<Options>();
@@ -263,11 +264,20 @@ Command add_get_train_explainer_command(CLI::App& app) {
                   "invalid training groups used, an evenly spaced subset (0: PG 2000, RG 600)")
       ->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "training epochs (0: PG 25, RG 10, as [P])")->capture_default_str();
+  cmd->add_option("--rollouts", o->rollouts,
+                  "RG: Monte-Carlo rollouts per intermediate action (0: every action gets the final reward)")
+      ->capture_default_str();
+  cmd->add_option("--pretrain-list", o->pretrain_list, "RG: supervised \"list\" pre-training epochs of the generator")
+      ->capture_default_str();
+  cmd->add_option("--pretrain-set", o->pretrain_set, "RG: supervised \"set\" pre-training epochs of the generator")
+      ->capture_default_str();
   cmd->add_option("--seed", o->data.seed, "seed of the sampling and the training")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the figures as JSON");
   return {cmd, [o]() {
             namespace fs = std::filesystem;
             o->data.scheme = fusion_scheme_from_string(o->scheme);
+            if (o->rollouts < 0 || o->pretrain_list < 0 || o->pretrain_set < 0)
+              throw InputError({}, "--rollouts", "--rollouts, --pretrain-list and --pretrain-set must be at least 0");
             if (o->explainer != "pg" && o->explainer != "rg")
               throw InputError({}, "--explainer",
                                "unknown explainer '" + o->explainer + "'; expected pg or rg" +
@@ -307,6 +317,9 @@ Command add_get_train_explainer_command(CLI::App& app) {
               get::gnn::RgTrainOptions opt;
               opt.seed = o->data.seed;
               if (o->epochs) opt.epochs = o->epochs;
+              opt.n_rollouts = o->rollouts;
+              opt.pretrain_list_epochs = o->pretrain_list;
+              opt.pretrain_set_epochs = o->pretrain_set;
               model = get::gnn::train_rg_explainer(classifier, invalid, opt, &rep);
             }
             std::error_code ec;
@@ -319,11 +332,20 @@ Command add_get_train_explainer_command(CLI::App& app) {
                                {"model", path},                   {"invalid_groups", all},
                                {"trained_groups", rep.groups},    {"epoch_loss", rep.epoch_loss},
                                {"train_seconds", rep.seconds},    {"classifier", classifier->fingerprint()}};
+              if (!pg) {
+                j["pretrain_targets"] = rep.pretrain_targets;
+                j["pretrain_loss"] = rep.pretrain_loss;
+                j["rollouts"] = o->rollouts;
+              }
               std::cout << j.dump(2) << "\n";
               return 0;
             }
             fmt::print("get-train-explainer {} {}: {} of {} invalid training groups, {} epochs in {:.1f} s\n",
                        o->explainer, to_string(o->data.scheme), rep.groups, all, rep.epoch_loss.size(), rep.seconds);
+            if (!pg)
+              fmt::print("  pre-training: {} targets, {} list + {} set epochs, loss (mean -log pi per action): {}\n",
+                         rep.pretrain_targets, o->pretrain_list, o->pretrain_set,
+                         fmt::join(rep.pretrain_loss, " "));
             fmt::print("  epoch {}: {}\n", pg ? "loss" : "mean reward", fmt::join(rep.epoch_loss, " "));
             fmt::print("  wrote {}\n", path);
             return 0;
