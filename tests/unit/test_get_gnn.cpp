@@ -359,29 +359,37 @@ TEST_CASE("get.gnn: PGExplainer and RG-Explainer training is deterministic for a
   CHECK(rep.epoch_loss.back() < rep.epoch_loss.front());
   po.seed = 2;
   CHECK(gnn::train_pg_explainer(classifier, invalid, po).parameters() != pa.parameters());
+  // RG on MobileNetV2's invalid groups. One policy step per epoch (batch 16): the first step's
+  // rollouts sample a barely trained policy, so they end at different sets (later the policy soon
+  // stops with p > 0.99 where these small groups' episodes stop, and every rollout agrees).
+  const gnn::FeatureTable mbv2(network("mobilenet_v2"), FusionScheme::Lbdf);
+  std::vector<gnn::GroupAtBuffer> rg_groups = invalid_groups(mbv2, 20);
+  REQUIRE(rg_groups.size() >= 16);
+  rg_groups.resize(16);
   gnn::RgTrainOptions ro;
   ro.epochs = 2;
-  ro.batch = 8;
+  ro.batch = 16;
   ro.locator_iterations = 5;
   ro.locator_groups = 4;
-  ro.max_size = 6;
+  ro.max_size = 4;
   ro.pretrain_list_epochs = 1;  // the full RG: supervised pre-training and 5 rollouts per action
   ro.pretrain_set_epochs = 1;
   REQUIRE(ro.n_rollouts == 5);
-  const gnn::ExplainerModel ra = gnn::train_rg_explainer(classifier, invalid, ro, &rep);
+  const std::span<const gnn::GroupAtBuffer> invalid_rg(rg_groups);
+  const gnn::ExplainerModel ra = gnn::train_rg_explainer(classifier, invalid_rg, ro, &rep);
   CHECK(rep.epoch_loss.size() == 2);
   CHECK(rep.pretrain_loss.size() == 2);
   CHECK(rep.pretrain_targets > 0);
-  CHECK(gnn::train_rg_explainer(classifier, invalid, ro).parameters() == ra.parameters());
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, ro).parameters() == ra.parameters());
   // The rollouts and the pre-training each change what is learnt.
   gnn::RgTrainOptions no_rollouts = ro;
   no_rollouts.n_rollouts = 0;
-  CHECK(gnn::train_rg_explainer(classifier, invalid, no_rollouts).parameters() != ra.parameters());
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, no_rollouts).parameters() != ra.parameters());
   gnn::RgTrainOptions no_pretraining = ro;
   no_pretraining.pretrain_list_epochs = no_pretraining.pretrain_set_epochs = 0;
-  CHECK(gnn::train_rg_explainer(classifier, invalid, no_pretraining).parameters() != ra.parameters());
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, no_pretraining).parameters() != ra.parameters());
   ro.seed = 2;
-  CHECK(gnn::train_rg_explainer(classifier, invalid, ro).parameters() != ra.parameters());
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, ro).parameters() != ra.parameters());
   // Save and load give the same weights back, for the classifier they were trained against.
   const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_rg_roundtrip.gnn").string();
   ra.save(path);
@@ -444,6 +452,7 @@ TEST_CASE("get.gnn: RG-Explainer's supervised pre-training lowers its loss") {
   ro.locator_groups = 4;
   ro.pretrain_list_epochs = 4;
   ro.pretrain_set_epochs = 4;
+  ro.pretrain_min_nodes = 3;
   ro.pretrain_batch = 8;
   gnn::ExplainerTrainReport rep;
   gnn::train_rg_explainer(classifier, invalid, ro, &rep);

@@ -776,6 +776,7 @@ void pretrain_generator(ExplainerModel::Impl& m, const std::vector<RgGraph>& gra
       const size_t count = std::min<size_t>(opt.pretrain_batch, order.size() - at);
       torch::Tensor loss = torch::zeros({});
       int64_t n = 0;
+      double nll = 0;  // reported apart from the optimised tensor
       for (size_t k = 0; k < count; ++k) {
         const PretrainTarget& t = targets[order[at + k]];
         const RgGraph& g = graphs[t.graph];
@@ -784,7 +785,7 @@ void pretrain_generator(ExplainerModel::Impl& m, const std::vector<RgGraph>& gra
         for (int32_t v : expansion) in_target[v] = 1;
         const Episode ep = grow(m.params, g, expansion[0], opt.max_size,
                                 use_set ? set_choice(in_target) : list_choice(expansion), true);
-        for (const torch::Tensor& lp : ep.logp) loss = loss - lp;
+        for (const torch::Tensor& lp : ep.logp) loss = loss - lp, nll -= lp.item<double>();
         n += static_cast<int64_t>(ep.logp.size());
       }
       if (n == 0) continue;
@@ -792,7 +793,7 @@ void pretrain_generator(ExplainerModel::Impl& m, const std::vector<RgGraph>& gra
       adam.zero_grad();
       loss.backward();
       adam.step();
-      total += loss.item<double>() * static_cast<double>(n);
+      total += nll;
       actions += n;
     }
     epoch_loss.push_back(actions ? total / static_cast<double>(actions) : 0.0);
