@@ -261,7 +261,7 @@ Command add_get_train_explainer_command(CLI::App& app) {
                   "distinct groups drawn per network, as get-train (0: LBDF 400, BRR 700)")
       ->capture_default_str();
   cmd->add_option("--max-groups", o->max_groups,
-                  "invalid training groups used, an evenly spaced subset (0: PG 2000, RG 600)")
+                  "invalid training groups used, an evenly spaced subset (0: PG 2000, RG 180)")
       ->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "training epochs (0: PG 25, RG 10, as [P])")->capture_default_str();
   cmd->add_option("--rollouts", o->rollouts,
@@ -300,7 +300,7 @@ Command add_get_train_explainer_command(CLI::App& app) {
               if (s.split == 0 && !s.valid)
                 invalid.push_back({&tables[s.network], s.nodes, s.buffer_kb * static_cast<double>(o->data.model.kb)});
             const int64_t all = static_cast<int64_t>(invalid.size());
-            const int64_t keep = o->max_groups ? o->max_groups : pg ? 2000 : 600;
+            const int64_t keep = o->max_groups ? o->max_groups : pg ? 2000 : 180;
             if (keep < all) {  // evenly spaced, so every network and buffer size stays represented
               std::vector<get::gnn::GroupAtBuffer> subset;
               for (int64_t k = 0; k < keep; ++k) subset.push_back(invalid[static_cast<size_t>(k * all / keep)]);
