@@ -247,6 +247,7 @@ Command add_get_train_explainer_command(CLI::App& app) {
     get::gnn::DatasetSpec data;
     int64_t max_groups = 0;
     int epochs = 0;
+    int rollouts = 5, pretrain_list = 10, pretrain_set = 25;
     bool json = false;
   };
   auto o = std::make_shared<Options>();
@@ -260,14 +261,23 @@ Command add_get_train_explainer_command(CLI::App& app) {
                   "distinct groups drawn per network, as get-train (0: LBDF 400, BRR 700)")
       ->capture_default_str();
   cmd->add_option("--max-groups", o->max_groups,
-                  "invalid training groups used, an evenly spaced subset (0: PG 2000, RG 600)")
+                  "invalid training groups used, an evenly spaced subset (0: PG 2000, RG 180)")
       ->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "training epochs (0: PG 25, RG 10, as [P])")->capture_default_str();
+  cmd->add_option("--rollouts", o->rollouts,
+                  "RG: Monte-Carlo rollouts per intermediate action (0: every action gets the final reward)")
+      ->capture_default_str();
+  cmd->add_option("--pretrain-list", o->pretrain_list, "RG: supervised \"list\" pre-training epochs of the generator")
+      ->capture_default_str();
+  cmd->add_option("--pretrain-set", o->pretrain_set, "RG: supervised \"set\" pre-training epochs of the generator")
+      ->capture_default_str();
   cmd->add_option("--seed", o->data.seed, "seed of the sampling and the training")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the figures as JSON");
   return {cmd, [o]() {
             namespace fs = std::filesystem;
             o->data.scheme = fusion_scheme_from_string(o->scheme);
+            if (o->rollouts < 0 || o->pretrain_list < 0 || o->pretrain_set < 0)
+              throw InputError({}, "--rollouts", "--rollouts, --pretrain-list and --pretrain-set must be at least 0");
             if (o->explainer != "pg" && o->explainer != "rg")
               throw InputError({}, "--explainer",
                                "unknown explainer '" + o->explainer + "'; expected pg or rg" +
@@ -290,7 +300,7 @@ Command add_get_train_explainer_command(CLI::App& app) {
               if (s.split == 0 && !s.valid)
                 invalid.push_back({&tables[s.network], s.nodes, s.buffer_kb * static_cast<double>(o->data.model.kb)});
             const int64_t all = static_cast<int64_t>(invalid.size());
-            const int64_t keep = o->max_groups ? o->max_groups : pg ? 2000 : 600;
+            const int64_t keep = o->max_groups ? o->max_groups : pg ? 2000 : 180;
             if (keep < all) {  // evenly spaced, so every network and buffer size stays represented
               std::vector<get::gnn::GroupAtBuffer> subset;
               for (int64_t k = 0; k < keep; ++k) subset.push_back(invalid[static_cast<size_t>(k * all / keep)]);
@@ -307,6 +317,9 @@ Command add_get_train_explainer_command(CLI::App& app) {
               get::gnn::RgTrainOptions opt;
               opt.seed = o->data.seed;
               if (o->epochs) opt.epochs = o->epochs;
+              opt.n_rollouts = o->rollouts;
+              opt.pretrain_list_epochs = o->pretrain_list;
+              opt.pretrain_set_epochs = o->pretrain_set;
               model = get::gnn::train_rg_explainer(classifier, invalid, opt, &rep);
             }
             std::error_code ec;
@@ -319,11 +332,20 @@ Command add_get_train_explainer_command(CLI::App& app) {
                                {"model", path},                   {"invalid_groups", all},
                                {"trained_groups", rep.groups},    {"epoch_loss", rep.epoch_loss},
                                {"train_seconds", rep.seconds},    {"classifier", classifier->fingerprint()}};
+              if (!pg) {
+                j["pretrain_targets"] = rep.pretrain_targets;
+                j["pretrain_loss"] = rep.pretrain_loss;
+                j["rollouts"] = o->rollouts;
+              }
               std::cout << j.dump(2) << "\n";
               return 0;
             }
             fmt::print("get-train-explainer {} {}: {} of {} invalid training groups, {} epochs in {:.1f} s\n",
                        o->explainer, to_string(o->data.scheme), rep.groups, all, rep.epoch_loss.size(), rep.seconds);
+            if (!pg)
+              fmt::print("  pre-training: {} targets, {} list + {} set epochs, loss (mean -log pi per action): {}\n",
+                         rep.pretrain_targets, o->pretrain_list, o->pretrain_set,
+                         fmt::join(rep.pretrain_loss, " "));
             fmt::print("  epoch {}: {}\n", pg ? "loss" : "mean reward", fmt::join(rep.epoch_loss, " "));
             fmt::print("  wrote {}\n", path);
             return 0;

@@ -359,22 +359,110 @@ TEST_CASE("get.gnn: PGExplainer and RG-Explainer training is deterministic for a
   CHECK(rep.epoch_loss.back() < rep.epoch_loss.front());
   po.seed = 2;
   CHECK(gnn::train_pg_explainer(classifier, invalid, po).parameters() != pa.parameters());
+  // RG on MobileNetV2's invalid groups. One policy step per epoch (batch 16): the first step's
+  // rollouts sample a barely trained policy, so they end at different sets (later the policy soon
+  // stops with p > 0.99 where these small groups' episodes stop, and every rollout agrees).
+  const gnn::FeatureTable mbv2(network("mobilenet_v2"), FusionScheme::Lbdf);
+  std::vector<gnn::GroupAtBuffer> rg_groups = invalid_groups(mbv2, 20);
+  REQUIRE(rg_groups.size() >= 16);
+  rg_groups.resize(16);
   gnn::RgTrainOptions ro;
   ro.epochs = 2;
-  ro.batch = 8;
+  ro.batch = 16;
   ro.locator_iterations = 5;
   ro.locator_groups = 4;
-  ro.max_size = 6;
-  const gnn::ExplainerModel ra = gnn::train_rg_explainer(classifier, invalid, ro, &rep);
+  ro.max_size = 4;
+  ro.pretrain_list_epochs = 1;  // the full RG: supervised pre-training and 5 rollouts per action
+  ro.pretrain_set_epochs = 1;
+  REQUIRE(ro.n_rollouts == 5);
+  const std::span<const gnn::GroupAtBuffer> invalid_rg(rg_groups);
+  const gnn::ExplainerModel ra = gnn::train_rg_explainer(classifier, invalid_rg, ro, &rep);
   CHECK(rep.epoch_loss.size() == 2);
-  CHECK(gnn::train_rg_explainer(classifier, invalid, ro).parameters() == ra.parameters());
+  CHECK(rep.pretrain_loss.size() == 2);
+  CHECK(rep.pretrain_targets > 0);
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, ro).parameters() == ra.parameters());
+  // The rollouts and the pre-training each change what is learnt.
+  gnn::RgTrainOptions no_rollouts = ro;
+  no_rollouts.n_rollouts = 0;
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, no_rollouts).parameters() != ra.parameters());
+  gnn::RgTrainOptions no_pretraining = ro;
+  no_pretraining.pretrain_list_epochs = no_pretraining.pretrain_set_epochs = 0;
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, no_pretraining).parameters() != ra.parameters());
   ro.seed = 2;
-  CHECK(gnn::train_rg_explainer(classifier, invalid, ro).parameters() != ra.parameters());
+  CHECK(gnn::train_rg_explainer(classifier, invalid_rg, ro).parameters() != ra.parameters());
   // Save and load give the same weights back, for the classifier they were trained against.
   const std::string path = (std::filesystem::temp_directory_path() / "mapfuse_test_rg_roundtrip.gnn").string();
   ra.save(path);
   CHECK(gnn::ExplainerModel::load(path, gnn::ModelKind::Rg, *classifier).parameters() == ra.parameters());
   std::filesystem::remove(path);
+}
+
+TEST_CASE("get.gnn: RG-Explainer's Monte-Carlo rollout rewards on a hand-checkable episode") {
+  // A deterministic stand-in policy: the i-th prefix asked for gets i mod 5 more nodes, so the r-th
+  // of the 5 rollouts of a state adds r nodes; and R(S) = −|S|. So the rollouts of a state of L nodes end at L … L + 4 nodes
+  // and their mean reward is −(L + 2).
+  gnn::RgSets asked;
+  const auto complete = [&](const gnn::RgSets& prefixes) {
+    asked.insert(asked.end(), prefixes.begin(), prefixes.end());
+    gnn::RgSets out;
+    for (size_t i = 0; i < prefixes.size(); ++i) {
+      std::vector<int32_t> s = prefixes[i];
+      for (size_t r = 0; r < i % 5; ++r) s.push_back(100 + static_cast<int32_t>(s.size()));
+      out.push_back(s);
+    }
+    return out;
+  };
+  const auto size_reward = [](const gnn::RgSets& sets) {
+    std::vector<double> out;
+    for (const auto& s : sets) out.push_back(-static_cast<double>(s.size()));
+    return out;
+  };
+  const std::vector<int32_t> episode = {7, 3, 9, 4};
+  // Seed 7, then three adds and STOP: four actions. The adds led to {7,3}, {7,3,9} and {7,3,9,4},
+  // none terminal (the last is followed by STOP); STOP ended the episode, so it gets R(final) = −4.
+  CHECK(gnn::rg_step_rewards(episode, true, 5, complete, size_reward) == std::vector<double>{-4, -5, -6, -4});
+  REQUIRE(asked.size() == 15);
+  for (size_t i = 0; i < 15; ++i) {
+    CAPTURE(i);
+    CHECK(asked[i] == std::vector<int32_t>(episode.begin(), episode.begin() + 2 + static_cast<ptrdiff_t>(i / 5)));
+  }
+  // Without STOP the episode ended at max_size or an empty boundary: its last add is terminal.
+  asked.clear();
+  CHECK(gnn::rg_step_rewards(episode, false, 5, complete, size_reward) == std::vector<double>{-4, -5, -4});
+  CHECK(asked.size() == 10);
+  // One rollout per state: the stand-in adds 0, 1, 2 nodes to the 1st, 2nd, 3rd prefix asked.
+  CHECK(gnn::rg_step_rewards(episode, true, 1, complete, size_reward) == std::vector<double>{-2, -4, -6, -4});
+  // n_rollouts = 0: every action gets the final reward and nothing is rolled out.
+  asked.clear();
+  CHECK(gnn::rg_step_rewards(episode, true, 0, complete, size_reward) == std::vector<double>{-4, -4, -4, -4});
+  CHECK(asked.empty());
+  // A seed alone that stopped at once has no action; a seed and STOP has one.
+  CHECK(gnn::rg_step_rewards(std::vector<int32_t>{5}, false, 5, complete, size_reward).empty());
+  CHECK(gnn::rg_step_rewards(std::vector<int32_t>{5, 6}, true, 5, complete, size_reward) ==
+        std::vector<double>{-4, -2});
+}
+
+TEST_CASE("get.gnn: RG-Explainer's supervised pre-training lowers its loss") {
+  const gnn::FeatureTable table(network("squeezenet1_0"), FusionScheme::Lbdf);
+  auto classifier = std::make_shared<const gnn::Classifier>(tiny_classifier(FusionScheme::Lbdf, 20, 16));
+  const std::vector<gnn::GroupAtBuffer> invalid = invalid_groups(table, 20);
+  gnn::RgTrainOptions ro;
+  ro.epochs = 0;  // pre-training only
+  ro.locator_iterations = 5;
+  ro.locator_groups = 4;
+  ro.pretrain_list_epochs = 4;
+  ro.pretrain_set_epochs = 4;
+  ro.pretrain_min_nodes = 3;
+  ro.pretrain_batch = 8;
+  gnn::ExplainerTrainReport rep;
+  gnn::train_rg_explainer(classifier, invalid, ro, &rep);
+  REQUIRE(rep.pretrain_targets >= 5);
+  REQUIRE(rep.pretrain_loss.size() == 8);
+  CAPTURE(rep.pretrain_loss);
+  // Mean −log π of the taught actions: falls over the "list" epochs and over the "set" epochs.
+  CHECK(rep.pretrain_loss[3] < 0.8 * rep.pretrain_loss[0]);
+  CHECK(rep.pretrain_loss[7] < rep.pretrain_loss[4]);
+  CHECK(rep.epoch_loss.empty());
 }
 
 TEST_CASE("get.gnn: bad PGExplainer and RG-Explainer files are InputErrors naming the file") {

@@ -4,6 +4,7 @@
 // trained once against a frozen classifier on invalid groups of the training networks, ship as
 // model files (presets/get/{pg,rg}_<scheme>.gnn) and explain a group without further training.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,7 +40,13 @@ struct PgTrainOptions {
 // time or STOP (personalised-PageRank-smoothed seed / in-set indicators plus a linear embedding of
 // the node features, two Swish blocks of 64, node scores and an attention-pooled stop head),
 // trained by REINFORCE on R(S) = −[CE(f(G[S]), invalid) + 0.01·|E(S)| + 0.1·depth(S) +
-// 0.01·‖mean emb(G[S]) − mean emb(G)‖].
+// 0.01·‖mean emb(G[S]) − mean emb(G)‖]. As [RG]: the locator is first fitted to the rewards of the
+// 3-hop neighbourhoods of each node; the generator is pre-trained by supervision on the 3-hop
+// neighbourhood of each group's locator seed ("list" epochs: teacher-forced on the best-rewarded of
+// `pretrain_samples` random connected expansion orders of it, then STOP; "set" epochs: at each step
+// the most likely boundary node still in the target set, STOP when none is left); and each
+// intermediate action of an RL episode is rewarded by the mean reward of `n_rollouts` completions
+// sampled from the state it led to (rg_step_rewards).
 struct RgTrainOptions {
   int epochs = 10;
   int batch = 32;  // episodes per policy step
@@ -50,11 +57,32 @@ struct RgTrainOptions {
   double locator_lr = 0.01;
   int max_size = 20;
   double size_reg = 0.01, radius_penalty = 0.1, sim_reg = 0.01;
+  int n_rollouts = 5;             // Monte-Carlo rollouts per intermediate action (0: the final reward for all)
+  int pretrain_hops = 3;          // the generator's supervised targets: k-hop neighbourhoods of the seed
+  int pretrain_min_nodes = 5;     // smaller neighbourhoods are not targets ([RG])
+  int pretrain_list_epochs = 10;  // teacher forcing on an expansion order
+  int pretrain_set_epochs = 25;   // teacher forcing on the set, in the model's preferred order
+  int pretrain_batch = 32;        // targets per step ([RG] pretrain_g_batch_size)
+  int pretrain_samples = 10;      // expansion orders drawn per target; the best-rewarded is taught
   uint64_t seed = 1;
 };
 
+// The per-action rewards of one RG episode ([RG] Generator.train_from_rewards). `set` is the grown
+// set in insertion order (set[0] the seed); the episode took set.size() − 1 "add" actions and, when
+// `stopped`, a final STOP. Action t led to the state set[0..t+1] (the STOP action: the final set).
+// Its reward is R of the final set when that state is terminal (the episode's last action), else
+// the mean R of `n_rollouts` completions of that state: `complete` gets each non-terminal prefix
+// n_rollouts times in a row and returns one finished set per entry (sampled from the current
+// policy), `reward` gives R of each set. With n_rollouts = 0 every action gets the final reward.
+using RgSets = std::vector<std::vector<int32_t>>;
+std::vector<double> rg_step_rewards(std::span<const int32_t> set, bool stopped, int n_rollouts,
+                                    const std::function<RgSets(const RgSets& prefixes)>& complete,
+                                    const std::function<std::vector<double>(const RgSets& sets)>& reward);
+
 struct ExplainerTrainReport {
   std::vector<double> epoch_loss;  // PG: mean loss; RG: mean episode reward
+  std::vector<double> pretrain_loss;  // RG: mean −log π per supervised action, "list" epochs then "set" epochs
+  int64_t pretrain_targets = 0;       // RG: groups with a supervised target
   int64_t groups = 0;
   double seconds = 0;
 };

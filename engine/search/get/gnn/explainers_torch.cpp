@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -381,33 +383,61 @@ torch::Tensor locator_scores(const std::vector<torch::Tensor>& p, const torch::T
 }
 
 struct Episode {
-  std::vector<int32_t> set;    // local indices, in insertion order; set[0] is the seed
-  torch::Tensor log_prob;      // Σ log π(action) (training only)
+  std::vector<int32_t> set;          // local indices, in insertion order; set[0] is the seed
+  std::vector<torch::Tensor> logp;   // log π of each action taken (with a graph when asked for)
+  bool stopped = false;              // the last action was STOP
   double reward = 0;
 };
 
-// Grows a set from `seed`: greedy when `rng` is null, else sampling π. With `grad`, keeps the
-// graph of Σ log π for REINFORCE.
-Episode grow(const std::vector<torch::Tensor>& p, const RgGraph& g, int32_t seed, int max_size, std::mt19937_64* rng,
+// Picks an action from the log-probabilities `logp` of the `k` actions offered: 0 = STOP when
+// `may_stop`, then one per boundary node in ascending order.
+using Chooser = std::function<int64_t(const float* logp, int64_t k, bool may_stop, std::span<const int64_t> boundary,
+                                      const std::vector<int32_t>& set)>;
+
+int64_t greedy_choice(const float* logp, int64_t k, bool, std::span<const int64_t>, const std::vector<int32_t>&) {
+  return std::max_element(logp, logp + k) - logp;  // first of equal maxima
+}
+
+Chooser sampling_choice(std::mt19937_64& rng) {
+  return [&rng](const float* logp, int64_t k, bool, std::span<const int64_t>, const std::vector<int32_t>&) {
+    std::vector<double> w(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) w[static_cast<size_t>(i)] = std::exp(static_cast<double>(logp[i]));
+    return std::discrete_distribution<int64_t>(w.begin(), w.end())(rng);
+  };
+}
+
+// The sorted outer boundary of `set` (`in_set` marks the set; scratch values 2 are cleared again).
+void outer_boundary(const RgGraph& g, const std::vector<int32_t>& set, std::vector<uint8_t>& in_set,
+                    std::vector<int64_t>& boundary) {
+  boundary.clear();
+  for (int32_t u : set)
+    for (int32_t v : g.nbr[u])
+      if (!in_set[v]) boundary.push_back(v), in_set[v] = 2;
+  for (int64_t v : boundary) in_set[v] = 0;
+  std::sort(boundary.begin(), boundary.end());
+}
+
+torch::Tensor node_attributes(const std::vector<torch::Tensor>& p, const RgGraph& g) {
+  const torch::Tensor x =
+      torch::from_blob(const_cast<float*>(g.sample.x.data()), {g.sample.nodes, feature_count()}, torch::kFloat32);
+  return linear(x, p[kAttrW], p[kAttrB]);
+}
+
+// Grows a set from `seed`, each action picked by `choose`. With `grad`, keeps the graph of each
+// action's log π (REINFORCE, supervised pre-training).
+Episode grow(const std::vector<torch::Tensor>& p, const RgGraph& g, int32_t seed, int max_size, const Chooser& choose,
              bool grad) {
   const int32_t n = g.sample.nodes;
   Episode ep;
   ep.set = {seed};
   std::vector<uint8_t> in_set(n, 0);
   in_set[seed] = 1;
-  const torch::Tensor x = torch::from_blob(const_cast<float*>(g.sample.x.data()), {n, feature_count()}, torch::kFloat32);
-  const torch::Tensor attributes = linear(x, p[kAttrW], p[kAttrB]);
-  torch::Tensor total = torch::zeros({});
+  const torch::Tensor attributes = node_attributes(p, g);
   std::vector<float> ind(static_cast<size_t>(n) * 2);
   std::vector<int64_t> boundary;
   while (static_cast<int>(ep.set.size()) < max_size) {
-    boundary.clear();
-    for (int32_t u : ep.set)
-      for (int32_t v : g.nbr[u])
-        if (!in_set[v]) boundary.push_back(v), in_set[v] = 2;
-    for (int64_t v : boundary) in_set[v] = 0;
+    outer_boundary(g, ep.set, in_set, boundary);
     if (boundary.empty()) break;
-    std::sort(boundary.begin(), boundary.end());
     // Seed and in-set indicators, smoothed by personalised PageRank: p ← α Â p + (1 − α) p₀.
     for (int32_t v = 0; v < n; ++v) {
       ind[2 * v] = v == seed ? 1.0f : 0.0f;
@@ -437,24 +467,101 @@ Episode grow(const std::vector<torch::Tensor>& p, const RgGraph& g, int32_t seed
     int64_t a = 0;
     {
       const torch::Tensor lp = action_logp.detach().contiguous();
-      const float* v = lp.data_ptr<float>();
-      const int64_t k = lp.numel();
-      if (rng) {
-        std::vector<double> w(k);
-        for (int64_t i = 0; i < k; ++i) w[i] = std::exp(static_cast<double>(v[i]));
-        a = std::discrete_distribution<int64_t>(w.begin(), w.end())(*rng);
-      } else {
-        a = std::max_element(v, v + k) - v;  // first of equal maxima
-      }
+      a = choose(lp.data_ptr<float>(), lp.numel(), may_stop, boundary, ep.set);
     }
-    if (grad) total = total + action_logp[a];
-    if (may_stop && a == 0) break;
+    if (grad) ep.logp.push_back(action_logp[a]);
+    if (may_stop && a == 0) {
+      ep.stopped = true;
+      break;
+    }
     const auto v = static_cast<int32_t>(boundary[static_cast<size_t>(a - (may_stop ? 1 : 0))]);
     ep.set.push_back(v);
     in_set[v] = 1;
   }
-  ep.log_prob = total;
   return ep;
+}
+
+// Finishes every set of `prefixes` (each already grown from its first node, not finished) by
+// sampling π without a gradient: the same policy as grow, one forward pass per step for all of them.
+RgSets complete_by_sampling(const std::vector<torch::Tensor>& p, const RgGraph& g, const RgSets& prefixes,
+                            int max_size, std::mt19937_64& rng) {
+  torch::NoGradGuard no_grad;
+  const int32_t n = g.sample.nodes;
+  const torch::Tensor attributes = node_attributes(p, g);
+  RgSets sets = prefixes;
+  const size_t count = sets.size();
+  std::vector<std::vector<uint8_t>> in_set(count, std::vector<uint8_t>(static_cast<size_t>(n), 0));
+  std::vector<uint8_t> done(count, 0);
+  std::vector<std::vector<int64_t>> boundary(count);
+  for (size_t b = 0; b < count; ++b) {
+    for (int32_t v : sets[b]) in_set[b][v] = 1;
+    done[b] = static_cast<int>(sets[b].size()) >= max_size;
+  }
+  std::vector<size_t> active;
+  std::vector<float> ind;
+  std::vector<uint8_t> member;
+  std::vector<double> w;
+  for (;;) {
+    active.clear();
+    for (size_t b = 0; b < count; ++b) {
+      if (done[b]) continue;
+      outer_boundary(g, sets[b], in_set[b], boundary[b]);
+      if (boundary[b].empty())
+        done[b] = 1;
+      else
+        active.push_back(b);
+    }
+    if (active.empty()) break;
+    const auto A = static_cast<int64_t>(active.size());
+    ind.assign(static_cast<size_t>(n) * 2 * A, 0.0f);
+    member.assign(static_cast<size_t>(A) * n, 0);
+    for (int64_t a = 0; a < A; ++a) {
+      const size_t b = active[static_cast<size_t>(a)];
+      ind[static_cast<size_t>(sets[b][0]) * 2 * A + 2 * a] = 1.0f;
+      for (int32_t v : sets[b]) {
+        ind[static_cast<size_t>(v) * 2 * A + 2 * a + 1] = 1.0f;
+        member[static_cast<size_t>(a) * n + v] = 1;
+      }
+    }
+    const torch::Tensor p0 = torch::from_blob(ind.data(), {n, 2 * A}, torch::kFloat32).clone();
+    torch::Tensor ppr = p0;
+    for (int k = 0; k < kPprSteps; ++k) ppr = kPprAlpha * g.adj.mm(ppr) + (1 - kPprAlpha) * p0;
+    torch::Tensor h = torch::matmul(ppr.view({n, A, 2}).permute({1, 0, 2}), p[kIndW].t()) + attributes;  // A × n × W
+    h = swish(torch::matmul(h, p[kBlk0W].t()) + p[kBlk0B]);
+    h = swish(torch::matmul(h, p[kBlk1W].t()) + p[kBlk1B]);
+    const torch::Tensor node = (torch::matmul(h, p[kNodeW].t()) + p[kNodeB]).squeeze(2).contiguous();  // A × n
+    const torch::Tensor in_mask = torch::from_blob(member.data(), {A, n}, torch::kUInt8).to(torch::kBool);
+    const torch::Tensor att = torch::softmax(
+        (torch::matmul(h, p[kAttnW].t()) + p[kAttnB]).squeeze(2).masked_fill(in_mask.logical_not(), -INFINITY), 1);
+    const torch::Tensor pooled = (att.unsqueeze(2) * h).sum(1);  // A × W
+    const torch::Tensor stop = torch::log_softmax(linear(pooled, p[kStopW], p[kStopB]), 1).contiguous();  // (go, stop)
+    const float* ns = node.data_ptr<float>();
+    const float* st = stop.data_ptr<float>();
+    for (int64_t a = 0; a < A; ++a) {
+      const size_t b = active[static_cast<size_t>(a)];
+      const std::vector<int64_t>& bd = boundary[b];
+      const bool may_stop = sets[b].size() >= 2;
+      // log-softmax of the node scores over the boundary, then the action weights as in grow.
+      double mx = -INFINITY;
+      for (int64_t v : bd) mx = std::max(mx, static_cast<double>(ns[a * n + v]));
+      double z = 0;
+      for (int64_t v : bd) z += std::exp(static_cast<double>(ns[a * n + v]) - mx);
+      w.clear();
+      const double go = may_stop ? std::exp(static_cast<double>(st[2 * a])) : 1.0;
+      if (may_stop) w.push_back(std::exp(static_cast<double>(st[2 * a + 1])));
+      for (int64_t v : bd) w.push_back(go * std::exp(static_cast<double>(ns[a * n + v]) - mx) / z);
+      const int64_t act = std::discrete_distribution<int64_t>(w.begin(), w.end())(rng);
+      if (may_stop && act == 0) {
+        done[b] = 1;
+        continue;
+      }
+      const auto v = static_cast<int32_t>(bd[static_cast<size_t>(act - (may_stop ? 1 : 0))]);
+      sets[b].push_back(v);
+      in_set[b][v] = 1;
+      if (static_cast<int>(sets[b].size()) >= max_size) done[b] = 1;
+    }
+  }
+  return sets;
 }
 
 // R(S) = −[CE(f(G[S]), invalid) + size·|E(S)| + radius·depth(S) + sim·‖mean emb(G[S]) − mean emb(G)‖].
@@ -480,6 +587,31 @@ double reward(const Classifier::Impl& net, const RgGraph& g, const std::vector<i
   return -(ce + opt.size_reg * static_cast<double>(s.src.size()) + opt.radius_penalty * depth + opt.sim_reg * sim);
 }
 
+// R(S) depends on the members and the seed only: remembered per group across the training.
+class RewardMemo {
+ public:
+  RewardMemo(const Classifier::Impl& net, const std::vector<RgGraph>& graphs, const RgTrainOptions& opt)
+      : net_(net), graphs_(graphs), opt_(opt), memo_(graphs.size()) {}
+  double operator()(size_t gi, const std::vector<int32_t>& set) {
+    std::vector<int32_t> key(set.begin() + 1, set.end());
+    std::sort(key.begin(), key.end());
+    key.push_back(set[0]);
+    auto& m = memo_[gi];
+    if (auto it = m.find(key); it != m.end()) return it->second;
+    const double r = reward(net_, graphs_[gi], set, opt_);
+    if (m.size() >= kMaxPerGroup) m.clear();  // bounds memory; the values are the same when recomputed
+    m.emplace(std::move(key), r);
+    return r;
+  }
+
+ private:
+  static constexpr size_t kMaxPerGroup = 4096;
+  const Classifier::Impl& net_;
+  const std::vector<RgGraph>& graphs_;
+  const RgTrainOptions& opt_;
+  std::vector<std::map<std::vector<int32_t>, double>> memo_;
+};
+
 class RgExplainer final : public Explainer {
  public:
   RgExplainer(std::shared_ptr<const Classifier> c, std::shared_ptr<const ExplainerModel> m, const FeatureTable& f,
@@ -497,7 +629,7 @@ class RgExplainer final : public Explainer {
     const torch::Tensor scores = locator_scores(p, g.locator_in).contiguous();
     const float* sc = scores.data_ptr<float>();
     const auto seed = static_cast<int32_t>(std::max_element(sc, sc + g.sample.nodes) - sc);
-    const Episode ep = grow(p, g, seed, max_size_, nullptr, false);
+    const Episode ep = grow(p, g, seed, max_size_, greedy_choice, false);
     // The edges inside the set, ranked by when their later end joined it ([RG] prepare_mask).
     std::vector<int32_t> position(g.sample.nodes, -1);
     for (size_t i = 0; i < ep.set.size(); ++i) position[ep.set[i]] = static_cast<int32_t>(i);
@@ -518,18 +650,29 @@ class RgExplainer final : public Explainer {
   int max_size_;
 };
 
-// Fits the locator by KL(softmax(rewards of the greedy explanation grown from each node) ‖
+// The nodes within `hops` of `seed`, in breadth-first order (seed first).
+std::vector<int32_t> hop_set(const RgGraph& g, int32_t seed, int hops) {
+  std::vector<int32_t> dist(g.sample.nodes, -1), order = {seed};
+  dist[seed] = 0;
+  for (size_t q = 0; q < order.size(); ++q)
+    if (dist[order[q]] < hops)
+      for (int32_t w : g.nbr[order[q]])
+        if (dist[w] < 0) dist[w] = dist[order[q]] + 1, order.push_back(w);
+  return order;
+}
+
+// Fits the locator by KL(softmax(rewards of the set `explain` gives for each node) ‖
 // softmax(scores)) on a fixed subset of groups.
-void fit_locator(const Classifier::Impl& net, ExplainerModel::Impl& m, const std::vector<RgGraph>& graphs,
-                 std::span<const size_t> subset, const RgTrainOptions& opt) {
+void fit_locator(ExplainerModel::Impl& m, const std::vector<RgGraph>& graphs, std::span<const size_t> subset,
+                 RewardMemo& rewards, const std::function<std::vector<int32_t>(const RgGraph&, int32_t)>& explain,
+                 const RgTrainOptions& opt) {
   std::vector<torch::Tensor> targets;
   {
     torch::NoGradGuard no_grad;
     for (size_t gi : subset) {
       const RgGraph& g = graphs[gi];
       std::vector<float> r(g.sample.nodes);
-      for (int32_t v = 0; v < g.sample.nodes; ++v)
-        r[v] = static_cast<float>(reward(net, g, grow(m.params, g, v, opt.max_size, nullptr, false).set, opt));
+      for (int32_t v = 0; v < g.sample.nodes; ++v) r[v] = static_cast<float>(rewards(gi, explain(g, v)));
       targets.push_back(torch::softmax(torch::tensor(r), 0));
     }
   }
@@ -548,13 +691,154 @@ void fit_locator(const Classifier::Impl& net, ExplainerModel::Impl& m, const std
   }
 }
 
+int32_t locator_argmax(const ExplainerModel::Impl& m, const RgGraph& g) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor scores = locator_scores(m.params, g.locator_in).contiguous();
+  const float* sc = scores.data_ptr<float>();
+  return static_cast<int32_t>(std::max_element(sc, sc + g.sample.nodes) - sc);
+}
+
+// A supervised target of the generator's pre-training: the k-hop neighbourhood of a group's seed.
+struct PretrainTarget {
+  size_t graph = 0;
+  std::vector<int32_t> nodes;  // breadth-first from the seed (nodes[0])
+};
+
+// [RG]'s expansion of a target: `samples` random connected orders of its nodes from the seed (each
+// next node drawn uniformly from the target nodes on the boundary), cut at max_size nodes; the one
+// with the highest reward (the first of equals).
+std::vector<int32_t> best_expansion(const RgGraph& g, size_t gi, const PretrainTarget& t, RewardMemo& rewards,
+                                    const RgTrainOptions& opt, std::mt19937_64& rng) {
+  std::vector<uint8_t> in_target(g.sample.nodes, 0), taken(g.sample.nodes, 0);
+  for (int32_t v : t.nodes) in_target[v] = 1;
+  std::vector<int32_t> best, walk, cand;
+  double best_r = -INFINITY;
+  for (int s = 0; s < std::max(1, opt.pretrain_samples); ++s) {
+    std::fill(taken.begin(), taken.end(), 0);
+    walk = {t.nodes[0]};
+    taken[t.nodes[0]] = 1;
+    while (walk.size() < t.nodes.size() && static_cast<int>(walk.size()) < opt.max_size) {
+      cand.clear();
+      for (int32_t u : walk)
+        for (int32_t v : g.nbr[u])
+          if (in_target[v] && !taken[v]) cand.push_back(v), taken[v] = 2;
+      if (cand.empty()) break;
+      for (int32_t v : cand) taken[v] = 0;
+      std::sort(cand.begin(), cand.end());
+      const int32_t v = cand[std::uniform_int_distribution<size_t>(0, cand.size() - 1)(rng)];
+      walk.push_back(v);
+      taken[v] = 1;
+    }
+    const double r = rewards(gi, walk);
+    if (r > best_r) best_r = r, best = walk;
+  }
+  return best;
+}
+
+// "list": teach the expansion order, then STOP. The target node is always on the boundary (the
+// order is connected); the list ends with STOP unless it reached max_size.
+Chooser list_choice(const std::vector<int32_t>& order) {
+  return [&order](const float*, int64_t, bool may_stop, std::span<const int64_t> boundary,
+                  const std::vector<int32_t>& set) -> int64_t {
+    if (set.size() >= order.size()) return 0;  // STOP (offered: the orders have ≥ 2 nodes)
+    const auto it = std::lower_bound(boundary.begin(), boundary.end(), static_cast<int64_t>(order[set.size()]));
+    return (it - boundary.begin()) + (may_stop ? 1 : 0);
+  };
+}
+
+// "set": of the boundary nodes still in the target, the one the model likes most; STOP when none is left.
+Chooser set_choice(const std::vector<uint8_t>& in_target) {
+  return [&in_target](const float* logp, int64_t k, bool may_stop, std::span<const int64_t> boundary,
+                      const std::vector<int32_t>&) -> int64_t {
+    int64_t best = -1;
+    const int64_t off = may_stop ? 1 : 0;
+    for (size_t i = 0; i < boundary.size(); ++i)
+      if (in_target[boundary[i]] && (best < 0 || logp[static_cast<int64_t>(i) + off] > logp[best]))
+        best = static_cast<int64_t>(i) + off;
+    if (best >= 0) return best;
+    return may_stop ? 0 : greedy_choice(logp, k, may_stop, boundary, {});
+  };
+}
+
+// Supervised pre-training of the generator ([RG] pretrain_g): `list_epochs` then `set_epochs`
+// passes over the targets in shuffled batches; loss = mean −log π of the taught actions.
+void pretrain_generator(ExplainerModel::Impl& m, const std::vector<RgGraph>& graphs,
+                        const std::vector<PretrainTarget>& targets, RewardMemo& rewards, torch::optim::Adam& adam,
+                        const RgTrainOptions& opt, std::mt19937_64& rng, std::vector<double>& epoch_loss) {
+  std::vector<size_t> order(targets.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  for (int epoch = 0; epoch < opt.pretrain_list_epochs + opt.pretrain_set_epochs; ++epoch) {
+    const bool use_set = epoch >= opt.pretrain_list_epochs;
+    std::shuffle(order.begin(), order.end(), rng);
+    double total = 0;
+    int64_t actions = 0;
+    for (size_t at = 0; at < order.size(); at += static_cast<size_t>(opt.pretrain_batch)) {
+      const size_t count = std::min<size_t>(opt.pretrain_batch, order.size() - at);
+      torch::Tensor loss = torch::zeros({});
+      int64_t n = 0;
+      double nll = 0;  // reported apart from the optimised tensor
+      for (size_t k = 0; k < count; ++k) {
+        const PretrainTarget& t = targets[order[at + k]];
+        const RgGraph& g = graphs[t.graph];
+        const std::vector<int32_t> expansion = best_expansion(g, t.graph, t, rewards, opt, rng);
+        std::vector<uint8_t> in_target(g.sample.nodes, 0);
+        for (int32_t v : expansion) in_target[v] = 1;
+        const Episode ep = grow(m.params, g, expansion[0], opt.max_size,
+                                use_set ? set_choice(in_target) : list_choice(expansion), true);
+        for (const torch::Tensor& lp : ep.logp) loss = loss - lp, nll -= lp.item<double>();
+        n += static_cast<int64_t>(ep.logp.size());
+      }
+      if (n == 0) continue;
+      loss = loss / static_cast<double>(n);
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+      total += nll;
+      actions += n;
+    }
+    epoch_loss.push_back(actions ? total / static_cast<double>(actions) : 0.0);
+  }
+}
+
 }  // namespace
+
+std::vector<double> rg_step_rewards(std::span<const int32_t> set, bool stopped, int n_rollouts,
+                                    const std::function<RgSets(const RgSets& prefixes)>& complete,
+                                    const std::function<std::vector<double>(const RgSets& sets)>& reward) {
+  if (set.empty()) throw std::logic_error("rg_step_rewards: an episode starts from its seed");
+  const size_t adds = set.size() - 1, actions = adds + (stopped ? 1 : 0);
+  if (actions == 0) return {};
+  const std::vector<double> final_reward = reward({std::vector<int32_t>(set.begin(), set.end())});
+  std::vector<double> out(actions, final_reward.at(0));
+  if (n_rollouts <= 0) return out;
+  RgSets prefixes;
+  std::vector<size_t> which;
+  // Add action t led to set[0..t+1]; the last action's state is terminal (it ended the episode).
+  for (size_t t = 0; t + 1 < actions && t < adds; ++t) {
+    for (int r = 0; r < n_rollouts; ++r) prefixes.emplace_back(set.begin(), set.begin() + static_cast<ptrdiff_t>(t + 2));
+    which.push_back(t);
+  }
+  if (which.empty()) return out;
+  const RgSets finished = complete(prefixes);
+  if (finished.size() != prefixes.size()) throw std::logic_error("rg_step_rewards: one finished set per prefix");
+  const std::vector<double> r = reward(finished);
+  for (size_t k = 0; k < which.size(); ++k) {
+    double sum = 0;
+    for (int i = 0; i < n_rollouts; ++i) sum += r.at(k * static_cast<size_t>(n_rollouts) + static_cast<size_t>(i));
+    out[which[k]] = sum / n_rollouts;
+  }
+  return out;
+}
 
 ExplainerModel train_rg_explainer(std::shared_ptr<const Classifier> classifier, std::span<const GroupAtBuffer> invalid,
                                   const RgTrainOptions& opt, ExplainerTrainReport* report) {
-  if (opt.epochs < 1 || opt.batch < 1 || !(opt.lr > 0) || opt.max_size < 2 || opt.locator_every < 1 ||
-      opt.locator_iterations < 0 || opt.locator_groups < 1)
-    throw InputError({}, "--epochs", "epochs, batch, learning rates, locator settings and max size must be positive");
+  if (opt.epochs < 0 || opt.batch < 1 || !(opt.lr > 0) || opt.max_size < 2 || opt.locator_every < 1 ||
+      opt.locator_iterations < 0 || opt.locator_groups < 1 || opt.n_rollouts < 0 || opt.pretrain_hops < 1 ||
+      opt.pretrain_list_epochs < 0 || opt.pretrain_set_epochs < 0 || opt.pretrain_batch < 1 ||
+      opt.pretrain_samples < 1)
+    throw InputError({}, "--epochs",
+                     "epochs, batch, learning rates, locator, rollout and pre-training settings and max size must be "
+                     "positive");
   const auto t0 = std::chrono::steady_clock::now();
   const Classifier::Impl& net = classifier->impl();
   std::vector<RgGraph> graphs;
@@ -574,21 +858,40 @@ ExplainerModel train_rg_explainer(std::shared_ptr<const Classifier> classifier, 
   std::vector<size_t> locator_subset = order;
   std::shuffle(locator_subset.begin(), locator_subset.end(), rng);
   locator_subset.resize(std::min<size_t>(locator_subset.size(), static_cast<size_t>(opt.locator_groups)));
+  // One optimiser for the generator, through pre-training and REINFORCE (as [RG]).
   torch::optim::Adam adam(m.slice(kLocatorTensors, kRgTensors), torch::optim::AdamOptions(opt.lr));
+  RewardMemo rewards(net, graphs, opt);
   ExplainerTrainReport r;
   r.groups = static_cast<int64_t>(graphs.size());
+  const auto greedy = [&](const RgGraph& g, int32_t v) { return grow(m.params, g, v, opt.max_size, greedy_choice, false).set; };
+  if (opt.pretrain_list_epochs + opt.pretrain_set_epochs > 0) {
+    // [RG] _pretrain: the locator learns the rewards of each node's k-hop neighbourhood, and the
+    // generator is taught the k-hop neighbourhood of each group's locator seed.
+    fit_locator(m, graphs, locator_subset, rewards,
+                [&](const RgGraph& g, int32_t v) { return hop_set(g, v, opt.pretrain_hops); }, opt);
+    std::vector<PretrainTarget> targets;
+    for (size_t gi = 0; gi < graphs.size(); ++gi) {
+      PretrainTarget t{gi, hop_set(graphs[gi], locator_argmax(m, graphs[gi]), opt.pretrain_hops)};
+      if (static_cast<int>(t.nodes.size()) >= std::max(2, opt.pretrain_min_nodes)) targets.push_back(std::move(t));
+    }
+    r.pretrain_targets = static_cast<int64_t>(targets.size());
+    if (!targets.empty()) pretrain_generator(m, graphs, targets, rewards, adam, opt, rng, r.pretrain_loss);
+  }
   double baseline = 0;
   bool have_baseline = false;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    if (epoch % opt.locator_every == 0) fit_locator(net, m, graphs, locator_subset, opt);
+    if (epoch % opt.locator_every == 0) fit_locator(m, graphs, locator_subset, rewards, greedy, opt);
     std::shuffle(order.begin(), order.end(), rng);
     double total = 0;
     for (size_t at = 0; at < order.size(); at += static_cast<size_t>(opt.batch)) {
       const size_t count = std::min<size_t>(opt.batch, order.size() - at);
-      std::vector<Episode> eps;
-      double mean = 0;
+      torch::Tensor loss = torch::zeros({});
+      double final_sum = 0, step_sum = 0;
+      int64_t steps = 0;
+      std::vector<std::pair<std::vector<double>, Episode>> eps;
       for (size_t k = 0; k < count; ++k) {
-        const RgGraph& g = graphs[order[at + k]];
+        const size_t gi = order[at + k];
+        const RgGraph& g = graphs[gi];
         // Seeds drawn from the locator (exploration); the explainer itself takes its argmax.
         int32_t seed = 0;
         {
@@ -597,22 +900,35 @@ ExplainerModel train_rg_explainer(std::shared_ptr<const Classifier> classifier, 
           const float* v = pr.data_ptr<float>();
           seed = static_cast<int32_t>(std::discrete_distribution<int32_t>(v, v + pr.numel())(rng));
         }
-        Episode ep = grow(m.params, g, seed, opt.max_size, &rng, true);
-        ep.reward = reward(net, g, ep.set, opt);
-        mean += ep.reward;
-        eps.push_back(std::move(ep));
+        Episode ep = grow(m.params, g, seed, opt.max_size, sampling_choice(rng), true);
+        std::vector<double> step = rg_step_rewards(
+            ep.set, ep.stopped, opt.n_rollouts,
+            [&](const RgSets& prefixes) { return complete_by_sampling(m.params, g, prefixes, opt.max_size, rng); },
+            [&](const RgSets& sets) {
+              std::vector<double> out;
+              for (const auto& s : sets) out.push_back(rewards(gi, s));
+              return out;
+            });
+        ep.reward = rewards(gi, ep.set);
+        final_sum += ep.reward;
+        for (double x : step) step_sum += x;
+        steps += static_cast<int64_t>(step.size());
+        eps.emplace_back(std::move(step), std::move(ep));
       }
-      mean /= static_cast<double>(count);
-      // REINFORCE with a moving-average baseline; every action of an episode shares its reward.
-      if (!have_baseline) baseline = mean, have_baseline = true;
-      torch::Tensor loss = torch::zeros({});
-      for (const Episode& ep : eps) loss = loss - (ep.reward - baseline) * ep.log_prob;
-      loss = loss / static_cast<double>(count);
-      adam.zero_grad();
-      loss.backward();
-      adam.step();
-      baseline = 0.9 * baseline + 0.1 * mean;
-      total += mean * static_cast<double>(count);
+      // REINFORCE: each action weighted by its (rollout) reward less a moving-average baseline;
+      // the loss is the mean over the batch's actions ([RG]: −mean(R · log π)).
+      const double mean_step = steps ? step_sum / static_cast<double>(steps) : 0.0;
+      if (!have_baseline) baseline = mean_step, have_baseline = true;
+      for (const auto& [step, ep] : eps)
+        for (size_t t = 0; t < step.size(); ++t) loss = loss - (step[t] - baseline) * ep.logp[t];
+      if (steps > 0) {
+        loss = loss / static_cast<double>(steps);
+        adam.zero_grad();
+        loss.backward();
+        adam.step();
+      }
+      baseline = 0.9 * baseline + 0.1 * mean_step;
+      total += final_sum;
     }
     r.epoch_loss.push_back(total / static_cast<double>(graphs.size()));
   }
