@@ -81,6 +81,7 @@ Command add_map_command(CLI::App& app) {
               if (o->json) {
                 nlohmann::json j{{"layer", e.name},
                                  {"objective", to_string(objective)},
+                                 {"mapspace_at_least", r.mapspace_at_least},
                                  {"evaluated", r.evaluated},
                                  {"valid", r.valid},
                                  {"capacity_pruned", r.pruned},

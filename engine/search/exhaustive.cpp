@@ -165,6 +165,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     for (size_t l = 0; l < out.bound_pruned.size(); ++l) out.bound_pruned[l] += worker.bound_pruned[l];
   }
   out.evaluated = evaluated;
+  out.mapspace_at_least = s.temporal_mapspace_size();
   out.pruned = pruned;
   out.lane_calls = lane_calls;
   out.stale_dropped = stale;

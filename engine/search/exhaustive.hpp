@@ -69,6 +69,9 @@ struct MapperResult {
   std::vector<ParetoMapping> pareto;  // energy / cycles front of the valid mappings, by energy
   int64_t evaluated = 0;
   int64_t valid = 0;
+  // At least this many mappings in the mapspace (TileSearch::temporal_mapspace_size: tile shapes
+  // over the temporal loops times kept sets; spatial factors and loop orders only multiply it).
+  double mapspace_at_least = 0;
   int64_t pruned = 0;      // partial mappings cut at a full level
   int64_t lane_calls = 0;  // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
   // Branch and bound (front = false): per level, choices cut because the best mapping found so far
