@@ -64,6 +64,10 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   }
 }
 
+// The kept-set bound of a spatial set (descend_best_first) is made only for sets with at least
+// this many temporal choices.
+constexpr size_t kKeepBoundMinChoices = 32;
+
 void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMaxRanks>& remaining,
                                            const std::vector<LevelChoice>& choices) {
   // Every admissible choice that fits is bounded first, then extended in the order of its bound
@@ -83,13 +87,17 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   bool have_set = false;
   for (size_t i = 0; i < choices.size(); ++i) {
     const LevelChoice& ch = choices[i];
-    // (The top level has one temporal choice per spatial set: nothing to gain there.)
+    // Only worth it for a set with several temporal choices (the top level has one per set; so do
+    // many levels of Stream's seven-level cores, where the extra bound cost 15 % of the time).
     if (const FanoutKey fk = fanout_key(ch, s->R); l < s->top && (!have_set || fk != spatial_set)) {
       spatial_set = fk;
       have_set = true;
+      size_t end = i + 1;
+      while (end < choices.size() && end - i < kKeepBoundMinChoices && fanout_key(choices[end], s->R) == fk) ++end;
+      std::fill(keep_dead.begin(), keep_dead.end(), 0);
       std::array<int64_t, kMaxRanks> open_rest = remaining;
       for (int r = 0; r < s->R; ++r) open_rest[r] /= ch.x[r] * ch.y[r];
-      for (size_t ki = 0; ki < keeps.size(); ++ki) {
+      for (size_t ki = 0; ki < keeps.size() && end - i >= kKeepBoundMinChoices; ++ki) {
         chosen[l] = ch;
         chosen[l].t.fill(1);
         chosen[l].keep = keeps[ki];
@@ -125,7 +133,13 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
                         static_cast<uint32_t>(i), keep});
     }
   }
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) { return a.priority < b.priority; });
+  // Bounds that tie on the priority (the fewest cycles of Stream's per-tile criterion: most
+  // choices share the compute-bound cycles) go by the energy bound, then the cycles bound.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.energy != b.energy) return a.energy < b.energy;
+    return a.cycles < b.cycles;
+  });
   // descend() below reuses deeper buffers only, so `ranked` and `choices` stay valid.
   for (const Ranked& rk : ranked) {
     if (s->over()) return;
