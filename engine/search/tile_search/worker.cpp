@@ -6,6 +6,25 @@
 
 namespace mapfuse {
 
+bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, const std::array<int64_t, kMaxRanks>& rest) {
+  if (l == top_filter && top_beaten(ch, keep)) {
+    ++owner->fanout_skipped;
+    return false;
+  }
+  chosen[l] = ch;
+  chosen[l].keep = keep;
+  if (!s->admissible(chosen[l], l)) return false;
+  if (s->spec_.prune && !s->fits(chosen.data(), l)) {
+    ++owner->pruned;
+    return false;
+  }
+  if (s->spec_.bound_scalar && bound_beaten(l, rest)) {
+    ++owner->bound_pruned[static_cast<size_t>(l)];
+    return false;
+  }
+  return true;
+}
+
 void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& remaining) {
   if (s->over()) return;
   if (l == s->L) {
@@ -43,24 +62,8 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   for (const LevelChoice& ch : choices) {
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-    for (TensorMask keep : s->keep_options[l]) {
-      if (l == top_filter && top_beaten(ch, keep)) {
-        ++owner->fanout_skipped;
-        continue;
-      }
-      chosen[l] = ch;
-      chosen[l].keep = keep;
-      if (!s->admissible(chosen[l], l)) continue;
-      if (s->spec_.prune && !s->fits(chosen.data(), l)) {
-        ++owner->pruned;
-        continue;
-      }
-      if (s->spec_.bound_scalar && bound_beaten(l, rest)) {
-        ++owner->bound_pruned[static_cast<size_t>(l)];
-        continue;
-      }
-      descend(l + 1, rest);
-    }
+    for (TensorMask keep : s->keep_options[l])
+      if (admit(l, ch, keep, rest)) descend(l + 1, rest);
   }
 }
 
@@ -114,21 +117,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         ++owner->bound_pruned[static_cast<size_t>(l)];
         continue;
       }
-      if (l == top_filter && top_beaten(ch, keep)) {
-        ++owner->fanout_skipped;
-        continue;
-      }
-      chosen[l] = ch;
-      chosen[l].keep = keep;
-      if (!s->admissible(chosen[l], l)) continue;
-      if (s->spec_.prune && !s->fits(chosen.data(), l)) {
-        ++owner->pruned;
-        continue;
-      }
-      if (bound_beaten(l, rest)) {
-        ++owner->bound_pruned[static_cast<size_t>(l)];
-        continue;
-      }
+      if (!admit(l, ch, keep, rest)) continue;
       ranked.push_back({sink->priority(last_energy_lb, last_cycles_lb), last_energy_lb, last_cycles_lb,
                         static_cast<uint32_t>(i), keep});
     }

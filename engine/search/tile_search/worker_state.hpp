@@ -162,6 +162,10 @@ struct TileWorker::State {
   }
 
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining);
+  // Sets chosen[l] to (ch, keep) and says whether it may be extended: not skipped by the top
+  // level's classification, admissible, within capacity and (branch and bound) not beaten, its
+  // bounds then in last_energy_lb / last_cycles_lb. Counts what it cuts.
+  bool admit(int l, const LevelChoice& ch, TensorMask keep, const std::array<int64_t, kMaxRanks>& rest);
 
   // Branch and bound with TileSearchSpec::best_first: level l's choices that pass their bound,
   // extended in the order of the sink's priority of their bounds (one buffer per level, reused).
