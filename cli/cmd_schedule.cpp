@@ -30,6 +30,7 @@ struct ScheduleOptions {
   std::string arch, workload, mode = "fused", stacks = "auto", granularity = "stream:4", allocation, tile_costs,
       write_tile_costs, tile_cache;
   bool fold_unary = false;
+  bool trace_mapper = false;
   GaOptions ga;
   WacoOptions waco;
   int seed = 1;  // --seed: the GA's random seed or CBC's
@@ -127,6 +128,7 @@ int run_pipeline(const ScheduleOptions* o) {
   spec.semantics = o->semantics;
   spec.sets = o->sets;
   spec.fold_unary = o->fold_unary;
+  spec.trace_mapper = o->trace_mapper;
   spec.ga = o->ga;
   spec.waco = o->waco;
   spec.ga.seed = static_cast<uint64_t>(o->seed);
@@ -277,6 +279,8 @@ Command add_schedule_command(CLI::App& app) {
   cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
   cmd->add_option("--tile-cache", o->tile_cache, "a tile-cost cache file (docs/stream.md, \"Tile-cost cache\"): the mapper's "
                                                  "costs found there are not searched again; new ones are added to it");
+  cmd->add_flag("--trace-mapper", o->trace_mapper, "print a line per mapper call of the tile costs to stderr (CT, core, rank "
+                                                   "sizes, mappings evaluated, choices cut per level, best, seconds)");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")
       ->capture_default_str();
   cmd->add_option("--set", o->sets, "override one switch of the semantics: NAME=0|1 (dedup_only_equal_start, "

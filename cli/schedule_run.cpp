@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
+
+#include <fmt/format.h>
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
@@ -166,7 +169,14 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
   auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats) {
     if (run.mapped) {
       TileCostStats st;
-      std::vector<TileCost> c = map_tile_costs(w, ts, arch, on, TileCostOptions{}, &st, cache);
+      TileCostOptions topt;
+      if (o->trace_mapper)
+        topt.trace = [](const std::string& line) {
+          static std::mutex m;  // the mapper's threads report one line at a time
+          std::lock_guard<std::mutex> lock(m);
+          fmt::print(stderr, "mapper: {}\n", line);
+        };
+      std::vector<TileCost> c = map_tile_costs(w, ts, arch, on, topt, &st, cache);
       run.tile_cache_hits += st.cache_hits;
       run.tile_cache_misses += st.cache_misses;
       if (stats) *stats = st;

@@ -33,6 +33,7 @@ struct ScheduleSpec {
   std::string semantics = "stream";
   std::vector<std::string> sets;        // NAME=0|1 switches
   bool fold_unary = false;
+  bool trace_mapper = false;             // a line per mapper call to stderr
 };
 
 struct ScheduleRun {

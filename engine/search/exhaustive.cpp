@@ -36,6 +36,7 @@ struct ExhaustiveSink final : TileSink {
   // Branch and bound: the best objective value any thread has found (so far).
   std::atomic<double>* incumbent = nullptr;
   double upper_bound = std::numeric_limits<double>::infinity();  // ExhaustiveOptions::upper_bound
+  double upper_bound_energy = std::numeric_limits<double>::infinity();  // ... and upper_bound_energy
 
   ExhaustiveSink(const Einsum& e_, const Core& c_, Objective o, bool f, std::atomic<double>* inc)
       : e(e_), c(c_), objective(o), front(f), incumbent(inc) {}
@@ -47,7 +48,8 @@ struct ExhaustiveSink final : TileSink {
     if (level >= 0) return false;
     const double v = objective_value(objective, energy_pj, cycles);
     return cycles > max_cycles || v > incumbent->load(std::memory_order_relaxed) ||
-           (energy_tiebreak && v >= best_value && energy_pj > best_energy);
+           (energy_tiebreak && ((v >= best_value && energy_pj > best_energy) ||
+                                (v >= upper_bound && energy_pj > upper_bound_energy)));
   }
 
   bool has_incumbent() const override {
@@ -68,7 +70,8 @@ struct ExhaustiveSink final : TileSink {
     if (!r.valid() || r.cycles > max_cycles) return;
     ++valid;
     const double v = objective_value(objective, r);
-    if (v > upper_bound) return;  // only mappings within the caller's known bound count
+    // Only mappings within the caller's known bound count.
+    if (v > upper_bound || (energy_tiebreak && v == upper_bound && r.energy_pj > upper_bound_energy)) return;
     std::optional<Mapping> m;
     std::string text;
     auto materialise = [&] {
@@ -143,7 +146,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
     sinks.back().max_cycles = opt.max_cycles;
     sinks.back().energy_tiebreak = opt.energy_tiebreak;
-    if (!opt.front) sinks.back().upper_bound = opt.upper_bound;
+    if (!opt.front) sinks.back().upper_bound = opt.upper_bound, sinks.back().upper_bound_energy = opt.upper_bound_energy;
   }
   MapperResult out;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share

@@ -55,6 +55,10 @@ struct ExhaustiveOptions {
   // the start, and only mappings of at most this value count: a value below the optimum leaves
   // no mapping (best stays empty).
   double upper_bound = std::numeric_limits<double>::infinity();
+  // With energy_tiebreak and a finite upper_bound: the energy of a mapping known to reach
+  // upper_bound; mappings that tie on it with more energy do not count either (e.g. the best of an
+  // earlier search over another kept set).
+  double upper_bound_energy = std::numeric_limits<double>::infinity();
 };
 
 struct ParetoMapping {

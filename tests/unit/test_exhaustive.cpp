@@ -483,7 +483,16 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
   const Einsum softmax = softmax_einsum();
   const Einsum qk = attention_scores();
   const Core c = small_core();
+  // Stream's whole-layer CTs: an off-chip input that no buffer may keep, read straight from a
+  // DRAM whose bandwidth sets the latency and shared by the buffer's fan-out (multicast), bounded
+  // before the buffer is chosen.
+  Core dram_bound = small_core();
+  dram_bound.levels[1].shared_bandwidth = 0;
+  dram_bound.levels[2].shared_bandwidth = 4;
+  dram_bound.levels[1].may_keep = role_bit(TensorRole::Weight) | role_bit(TensorRole::Output);
+  finalize(dram_bound, "dram_bound");
   const std::vector<std::pair<Einsum, const Core*>> cases = {
+      {make_matmul("mm_dram_bound", 4, 4, 2), &dram_bound},
       {make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), &c},
       {make_matmul("mm", 4, 2, 4), &c},
       {make_depthwise_conv("dw", {.C = 4, .P = 4, .R = 3}, "I", "W", "O"), &c},

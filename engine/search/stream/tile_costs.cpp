@@ -235,9 +235,21 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
       xo.objective = o;
       xo.max_mappings = opt.max_mappings;
       auto search = [&](const Core& c, const ExhaustiveOptions& x) {
+        const auto t0 = std::chrono::steady_clock::now();
         MapperResult r = exhaustive_search(e, c, space, x);
         ++out.mapper_calls;
         out.evaluated += r.evaluated;
+        if (opt.trace) {
+          std::string ranks, cut;
+          for (const Rank& rk : e.ranks) ranks += fmt::format("{}{}={}", ranks.empty() ? "" : " ", rk.name, rk.size);
+          for (int64_t b : r.bound_pruned) cut += fmt::format("{}{}", cut.empty() ? "" : "/", b);
+          const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          opt.trace(fmt::format("{} [{}] off-chip {:#x} combo {}/{}: {} evaluated, {} over capacity, bound cut per "
+                                "level {}, {} stale, best {} cc {:.6g} pJ, {:.3f} s",
+                                what, ranks, static_cast<unsigned>(~onchip & ((1u << T) - 1)), combo + 1, combos, r.evaluated,
+                                r.pruned, cut, r.stale_dropped, r.best ? r.cost.cycles : 0.0,
+                                r.best ? r.cost.energy_pj : 0.0, s));
+        }
         return r;
       };
       // A mapping's cost with the on-chip operands backed at their homes.
@@ -265,6 +277,9 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         xo.front = opt.offchip_front;
         xo.energy_tiebreak = opt.energy_tiebreak;
         xo.onchip_backing = onchip;
+        // The best of the kept sets searched before is known to be reached: only better ones
+        // count (costs are exact here, unlike the fast path's DRAM-free search).
+        if (found && !opt.offchip_front) xo.upper_bound = best_value, xo.upper_bound_energy = best_energy;
         MapperResult r = search(core, xo);
         if (!r.best) continue;
         cost = r.cost;

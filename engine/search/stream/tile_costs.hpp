@@ -3,7 +3,9 @@
 // instead of ZigZag's): each unique computation-tile shape mapped once per core under that core's
 // dataflow. The value type is engine/cost/tile_cost.hpp; docs/stream.md, "Per-tile cost".
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/arch/architecture.hpp"
@@ -25,6 +27,10 @@ struct TileCostOptions {
   // and bound (the same choice, much slower; for testing).
   bool offchip_front = false;
   int64_t max_mappings = 0;  // per mapper call; 0 = no limit (exhaustive_search's max_mappings)
+  // Called after every mapper call (from the OpenMP threads, one call at a time) with a line that
+  // names the CT and core, its rank sizes, what the search evaluated and cut per level, and its
+  // time (`mapfuse schedule --trace-mapper`). Empty: nothing is reported.
+  std::function<void(const std::string&)> trace;
 };
 
 struct TileCostStats {

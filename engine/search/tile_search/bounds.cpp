@@ -38,6 +38,26 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   return best;
 }
 
+double TileSearch::spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const {
+  // A spatial factor divides what is left of its rank, and each axis takes only the ranks it
+  // accepts, at most its fan-out: per level above l and axis, at most the smaller of the two.
+  // All together at most what is left of the ranks, and the fan-outs' product.
+  double all = 1, levels = 1;
+  for (int r = 0; r < R; ++r)
+    if (ranks >> r & 1) all *= static_cast<double>(rest[r]);
+  for (int m = l + 1; m <= top && m < L; ++m) {
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+    double x = 1, y = 1;
+    for (int r = 0; r < R; ++r) {
+      if (!(ranks >> r & 1)) continue;
+      if (x_ok[m] >> r & 1) x *= static_cast<double>(rest[r]);
+      if (y_ok[m] >> r & 1) y *= static_cast<double>(rest[r]);
+    }
+    levels *= std::min(x, static_cast<double>(lv.fanout_x)) * std::min(y, static_cast<double>(lv.fanout_y));
+  }
+  return std::min({all, levels, static_cast<double>(fanout_above[l])});
+}
+
 double TileSearch::plain_tile_moves(const LevelChoice* chosen, int k, int l, int t,
                                     const std::array<int64_t, kMaxRanks>& rest, double above_l) const {
   // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
@@ -70,7 +90,7 @@ double TileSearch::plain_tile_moves(const LevelChoice* chosen, int k, int l, int
     double own = 1;
     for (int r = 0; r < R; ++r)
       if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(rest[r]);
-    refills = std::ceil(own / static_cast<double>(fanout_above[l]));
+    refills = std::ceil(own / spread_above(l, rest, static_cast<uint32_t>(pt.relevant_ranks)));
   }
   return tile * refills;
 }
@@ -89,7 +109,7 @@ double TileSearch::relevant_spread(const LevelChoice* chosen, int from, int to, 
 
 double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, int m,
                                  const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
-                                 double* wr) const {
+                                 double* wr, double* up) const {
   // Every level below the top keeping the output sends each tile it holds up to the next level
   // keeping it whenever the tile moves: the parent's updates are the child's fills (before the
   // first-update discount, which applies to the child's own fills) times the distinct tiles of
@@ -112,7 +132,9 @@ double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, 
       pj += updates * plan_.levels[static_cast<size_t>(parent)].update_pj;
       wr[parent] += updates;
     } else {
-      pj += std::max(volume, each * relevant_spread(chosen, k + 1, l, t)) * update_pj_above[kept_to][t];
+      const double updates = std::max(volume, each * relevant_spread(chosen, k + 1, l, t));
+      pj += updates * update_pj_above[kept_to][t];
+      *up = updates;
     }
   }
   return pj;
@@ -121,12 +143,14 @@ double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, 
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                                double& energy_lb, double& cycles_lb, bool open_keep) const {
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
-  // times what remains over the spatial factors above l, whose product is at most fanout_above[l].
+  // times what remains over the spatial factors above l, whose product is at most spread_above.
   int64_t inner = 1, left = 1;
   for (int m = 0; m <= l; ++m)
     for (int r = 0; r < R; ++r) inner *= chosen[m].t[r];
   for (int r = 0; r < R; ++r) left *= rest[r];
-  const int64_t steps = inner * ((left + fanout_above[l] - 1) / fanout_above[l]);
+  const double spread = spread_above(l, rest, (1u << R) - 1);
+  const int64_t most = static_cast<int64_t>(spread);
+  const int64_t steps = inner * ((left + most - 1) / most);
   cycles_lb = static_cast<double>(steps);  // the model's latency is at least its compute steps
   // The innermost level m keeping a tensor serves every compute step of each of its instances,
   // once per multicast group (model.cpp: child_fills = temporal_iterations, times the groups of
@@ -167,10 +191,24 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   // The temporal iterations above l, at least (whatever of the rest is not spread).
   double rest_all = 1;
   for (int r = 0; r < R; ++r) rest_all *= static_cast<double>(rest[r]);
-  const double above_l = std::ceil(rest_all / static_cast<double>(fanout_above[l]));
+  const double above_l = std::ceil(rest_all / spread);
   double served = 0, moved = 0;
+  // Words the outermost level (the backing store of every tensor not backed on chip) serves, when
+  // it is not chosen yet: each touched value of an input read, each output value updated, at
+  // least; and where no level between may keep a tensor, all the fills (drains) the chosen levels'
+  // outermost tile of it needs. Its bandwidth then bounds the latency before the top is chosen.
+  const bool top_open = kept_to < L - 1;
+  double top_rd = 0, top_wr = 0;
+  auto only_top_above = [&](int t) {
+    for (int m = kept_to + 1; m < L - 1; ++m)
+      if (may_keep_at[m] >> t & 1) return false;
+    return true;
+  };
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    double top_words = !top_open || (spec_.onchip_backing >> t & 1) ? 0
+                       : t == plan_.output                           ? static_cast<double>(pt.volume)
+                                                                     : touched_[static_cast<size_t>(t)];
     int m = 0;
     while (m <= kept_to && !(chosen[m].keep >> t & 1)) ++m;
     const int last = std::min(m, l);
@@ -198,7 +236,14 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
     double pj = m <= kept_to ? serve_pj[m][t] : serve_from_above(l, rest, t);
     if (m > kept_to && open_keep && may_keep_at[l] >> t & 1) pj = std::min(pj, serve_pj[l][t]);
     served += words * pj;
-    if (m > kept_to) continue;
+    if (m > kept_to) {
+      // Served straight from above l: by the top itself, where no level between may keep it.
+      // (`words` before the sharing of the fan-outs above l, at most all of them.)
+      if (top_open && only_top_above(t) && !(spec_.onchip_backing >> t & 1))
+        top_words = std::max(top_words, words / spread);
+      (t == plan_.output ? top_wr : top_rd) += top_words;
+      continue;
+    }
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
     if (t == plan_.output) {
       // Every update but the first of each output value (per instance that starts its own partial
@@ -209,7 +254,12 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
       served += reads * lv.read_pj;
       rd[m] += reads;
       wr[m] += words;
-      if (!(spec_.onchip_backing >> t & 1)) moved += output_drains(chosen, l, kept_to, m, rest, above_l, inst_least, wr);
+      if (!(spec_.onchip_backing >> t & 1)) {
+        double up = 0;
+        moved += output_drains(chosen, l, kept_to, m, rest, above_l, inst_least, wr, &up);
+        if (top_open && only_top_above(t)) top_words = std::max(top_words, up);
+      }
+      top_wr += top_words;
       continue;
     }
     rd[m] += words;
@@ -217,6 +267,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
     // once, read from the next level keeping t (the cheapest above when not chosen yet); the
     // outermost level keeping t backs it and takes none. A tensor backed on chip is left out.
     if (spec_.onchip_backing >> t & 1) continue;
+    const bool top_parent = top_open && only_top_above(t);
     const double values = touched_[static_cast<size_t>(t)];
     bool plain = true;
     for (int d = 0; d < pt.n_dims; ++d) plain = plain && pt.plain_rank[d] >= 0;
@@ -238,7 +289,9 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
                reads * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
       wr_each[k] += std::max(each, values / inst[k]);
       if (parent <= kept_to) rd[parent] += reads;
+      else if (top_parent) top_words = std::max(top_words, reads);
     }
+    top_rd += top_words;
   }
   // The model adds the same non-negative terms in another order: leave room for its rounding.
   energy_lb = (ops * plan_.op_pj + served + moved) * (1 - 1e-9);
@@ -247,6 +300,16 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   for (int m = 0; m <= kept_to; ++m) {
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
     const double r = rd[m] / inst[m], w = wr[m] / inst[m] + wr_each[m];
+    double time = 0;
+    if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
+    if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
+    if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
+    cycles_lb = std::max(cycles_lb, std::ceil(time * (1 - 1e-9)));
+  }
+  if (top_open) {
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(L - 1)];
+    const double n = static_cast<double>(std::max<int64_t>(1, c_.levels[static_cast<size_t>(L - 1)].instances));
+    const double r = top_rd / n, w = top_wr / n;
     double time = 0;
     if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
     if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);

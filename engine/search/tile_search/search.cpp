@@ -171,6 +171,37 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
         if (c.levels[l].must_keep & role_bit(e.tensors[t].role)) must |= static_cast<TensorMask>(1u << t);
     std::erase_if(keep_options[l], [&](TensorMask m) { return (m & must) != must; });
   }
+  // A kept set whose tiles cannot fit even at their smallest: each rank's extent over levels
+  // 0..l is a divisor of its size that leaves at most reach_above[l][r] to the levels above, so
+  // at least the least such divisor; the footprint only grows with the extents. Dropping such
+  // sets is exact (every mapping with them overflows) and spares enumerating every inner choice
+  // only to find the level full (Stream's per-tile problems: 20-50 M partial choices, 15-30 s, for
+  // a whole FSRCNN layer whose on-chip input leaves no room for the output's tile).
+  if (spec.prune)
+    for (int l = 0; l < L - 1; ++l) {
+      const Level& lv = c.levels[l];
+      if (lv.entries == 0) continue;
+      int64_t least[kMaxRanks];
+      for (int r = 0; r < R; ++r) {
+        const int64_t n = e.ranks[r].size;
+        least[r] = n;
+        for (int64_t d : divisors(n))
+          if (n / d <= reach_above[l][r]) {
+            least[r] = d;
+            break;
+          }
+      }
+      std::erase_if(keep_options[l], [&](TensorMask m) {
+        int64_t words = 0;
+        for (int t = 0; t < T; ++t) {
+          if (!(m >> t & 1)) continue;
+          int64_t v = 1;
+          for (const auto& dim : e.tensors[t].dims) v *= Einsum::dim_extent(dim, least);
+          words += v;
+        }
+        return words * lv.multiple_buffering > lv.entries;
+      });
+    }
   if (spec.bound_scalar && (spec.backing_level >= 0 || spec.rest_tiles > 0))
     throw std::logic_error("TileSearch: branch and bound needs a single-Einsum search");
   for (int l = 0; l < L; ++l) {
@@ -256,6 +287,12 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
     }
     relaxed_.legacy_output_fills = true;
   }
+  // A level with no kept set left (none fits, or the constraints allow none): no mapping, no root.
+  for (int l = 0; l < L; ++l)
+    if (keep_options[l].empty()) {
+      partial_ = false;
+      return;
+    }
   if (partial_) return;  // enumerated level by level from nothing (TileWorker::prune), not from roots
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;

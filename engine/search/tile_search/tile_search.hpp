@@ -186,8 +186,11 @@ class TileSearch {
   double plain_tile_moves(const LevelChoice* chosen, int k, int l, int t, const std::array<int64_t, kMaxRanks>& rest,
                           double above_l) const;
   double relevant_spread(const LevelChoice* chosen, int from, int to, int t) const;
+  // The most instances the spatial factors of the levels above l can spread ranks `ranks` over,
+  // with `rest` left of every rank (at most fanout_above[l]).
+  double spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const;
   double output_drains(const LevelChoice* chosen, int l, int kept_to, int m, const std::array<int64_t, kMaxRanks>& rest,
-                       double above_l, const double* inst_least, double* wr) const;
+                       double above_l, const double* inst_least, double* wr, double* up) const;
 
  public:
 
