@@ -42,11 +42,24 @@ double TileSearch::spread_above(int l, const std::array<int64_t, kMaxRanks>& res
   // A spatial factor divides what is left of its rank, and each axis takes only the ranks it
   // accepts, at most its fan-out: per level above l and axis, at most the smaller of the two.
   // All together at most what is left of the ranks, and the fan-outs' product.
+  // For all ranks, a level's table gives its best use exactly (make_spread_tables).
   double all = 1, levels = 1;
   for (int r = 0; r < R; ++r)
     if (ranks >> r & 1) all *= static_cast<double>(rest[r]);
+  const bool every = ranks == (1u << R) - 1;
   for (int m = l + 1; m <= top && m < L; ++m) {
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+    if (lv.fanout_x * lv.fanout_y <= 1) continue;
+    const SpreadTable& st = spread_table[static_cast<size_t>(m)];
+    if (every && !st.most.empty()) {
+      size_t i = 0;
+      for (size_t k = 0; k < st.ranks.size(); ++k) {
+        const std::vector<int64_t>& d = divs(e_.ranks[static_cast<size_t>(st.ranks[k])].size);
+        i += static_cast<size_t>(std::lower_bound(d.begin(), d.end(), rest[st.ranks[k]]) - d.begin()) * st.stride[k];
+      }
+      levels *= st.most[i];
+      continue;
+    }
     double x = 1, y = 1;
     for (int r = 0; r < R; ++r) {
       if (!(ranks >> r & 1)) continue;
@@ -58,7 +71,7 @@ double TileSearch::spread_above(int l, const std::array<int64_t, kMaxRanks>& res
   return std::min({all, levels, static_cast<double>(fanout_above[l])});
 }
 
-double TileSearch::plain_tile_moves(const LevelChoice* chosen, int k, int l, int t,
+double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int t,
                                     const std::array<int64_t, kMaxRanks>& rest, double above_l) const {
   // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
   // instance takes its whole tile once per iteration of the loops from the outermost down to the
@@ -67,24 +80,16 @@ double TileSearch::plain_tile_moves(const LevelChoice* chosen, int k, int l, int
   // j (all outside j's). Above l: at least the temporal iterations left.
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   double tile = 1;
-  for (int d = 0; d < pt.n_dims; ++d) {
-    const int r = pt.plain_rank[d];
-    for (int j = 0; j <= k; ++j) tile *= static_cast<double>(chosen[j].t[r] * chosen[j].x[r] * chosen[j].y[r]);
-  }
+  for (int j = 0; j <= k; ++j) tile *= sums[j].tile[t];
   double refills = 1;
   int j = k + 1;
-  for (; j <= l; ++j) {
-    double own = 1;
-    for (int r = 0; r < R; ++r)
-      if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(chosen[j].t[r]);
-    if (own > 1) {
-      refills = own;
+  for (; j <= l; ++j)
+    if (sums[j].own[t] > 1) {
+      refills = sums[j].own[t];
       break;
     }
-  }
   if (j <= l) {
-    for (int i = j + 1; i <= l; ++i)
-      for (int r = 0; r < R; ++r) refills *= static_cast<double>(chosen[i].t[r]);
+    for (int i = j + 1; i <= l; ++i) refills *= static_cast<double>(sums[i].temporal);
     refills *= above_l;
   } else {
     double own = 1;
@@ -95,19 +100,15 @@ double TileSearch::plain_tile_moves(const LevelChoice* chosen, int k, int l, int
   return tile * refills;
 }
 
-double TileSearch::relevant_spread(const LevelChoice* chosen, int from, int to, int t) const {
+double TileSearch::relevant_spread(const LevelSummary* sums, int from, int to, int t) const {
   // A spatial factor over a rank that alone moves one of t's dimensions gives that many distinct
   // tiles, which the level's instances take apart (no multicast can merge them).
-  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   double n = 1;
-  for (int j = from; j <= to; ++j)
-    for (int r = 0; r < R; ++r)
-      if (pt.rank_terms[r] == 1 && pt.plain_rank[pt.rank_dim[r][0]] == r)
-        n *= static_cast<double>(chosen[j].x[r] * chosen[j].y[r]);
+  for (int j = from; j <= to; ++j) n *= sums[j].distinct[t];
   return n;
 }
 
-double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, int m,
+double TileSearch::output_drains(const LevelChoice* chosen, const LevelSummary* sums, int l, int kept_to, int m,
                                  const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
                                  double* wr, double* up) const {
   // Every level below the top keeping the output sends each tile it holds up to the next level
@@ -126,13 +127,13 @@ double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, 
     int parent = k + 1;
     while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
     if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs the output
-    const double each = plain_tile_moves(chosen, k, l, t, rest, above_l);
+    const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
     if (parent <= kept_to) {
-      const double updates = std::max(volume, each * relevant_spread(chosen, k + 1, parent, t) * inst_least[parent]);
+      const double updates = std::max(volume, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent]);
       pj += updates * plan_.levels[static_cast<size_t>(parent)].update_pj;
       wr[parent] += updates;
     } else {
-      const double updates = std::max(volume, each * relevant_spread(chosen, k + 1, l, t));
+      const double updates = std::max(volume, each * relevant_spread(sums, k + 1, l, t));
       pj += updates * update_pj_above[kept_to][t];
       *up = updates;
     }
@@ -140,13 +141,65 @@ double TileSearch::output_drains(const LevelChoice* chosen, int l, int kept_to, 
   return pj;
 }
 
+void TileSearch::summarize(const LevelChoice& ch, int m, LevelSummary& out) const {
+  out.temporal = 1;
+  int64_t spatial = 1;
+  out.reducing = 1;
+  for (int r = 0; r < R; ++r) {
+    out.temporal *= ch.t[r];
+    spatial *= ch.x[r] * ch.y[r];
+    if (plan_.output >= 0 && !(plan_.tensors[plan_.output].relevant_ranks >> r & 1))
+      out.reducing *= static_cast<double>(ch.x[r] * ch.y[r]);
+  }
+  out.spatial = static_cast<double>(spatial);
+  const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+  for (int t = 0; t < T; ++t) {
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    // Multicast groups: per dimension the largest spatial factor moving it alone (distinct sums
+    // of one loop's steps), times the factors over ranks t does not index on axes that do not
+    // multicast it.
+    int64_t widest[kMaxTensorDims];
+    std::fill_n(widest, pt.n_dims, int64_t{1});
+    double groups = 1, own = 1, distinct = 1;
+    for (int r = 0; r < R; ++r) {
+      if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(ch.t[r]);
+      if (pt.rank_terms[r] == 1 && pt.plain_rank[pt.rank_dim[r][0]] == r)
+        distinct *= static_cast<double>(ch.x[r] * ch.y[r]);
+      if (ch.x[r] == 1 && ch.y[r] == 1) continue;
+      if (pt.rank_terms[r] == 0) {
+        if (!(lv.multicast_x & role_bit(pt.role))) groups *= static_cast<double>(ch.x[r]);
+        if (!(lv.multicast_y & role_bit(pt.role))) groups *= static_cast<double>(ch.y[r]);
+      } else if (pt.rank_terms[r] == 1) {
+        int64_t& wd = widest[pt.rank_dim[r][0]];
+        wd = std::max({wd, ch.x[r], ch.y[r]});
+      }
+    }
+    double tile = 1;
+    for (int d = 0; d < pt.n_dims; ++d) {
+      groups *= static_cast<double>(widest[d]);
+      if (const int r = pt.plain_rank[d]; r >= 0) tile *= static_cast<double>(ch.t[r] * ch.x[r] * ch.y[r]);
+    }
+    out.per_op[t] = groups / out.spatial;
+    out.own[t] = own;
+    out.tile[t] = tile;
+    out.distinct[t] = distinct;
+  }
+}
+
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                                double& energy_lb, double& cycles_lb, bool open_keep) const {
+  LevelSummary sums[kMaxLevels];
+  for (int m = 0; m <= l; ++m) summarize(chosen[m], m, sums[m]);
+  scalar_bounds(chosen, sums, l, rest, energy_lb, cycles_lb, open_keep);
+}
+
+void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                               const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
+                               bool open_keep) const {
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
   // times what remains over the spatial factors above l, whose product is at most spread_above.
   int64_t inner = 1, left = 1;
-  for (int m = 0; m <= l; ++m)
-    for (int r = 0; r < R; ++r) inner *= chosen[m].t[r];
+  for (int m = 0; m <= l; ++m) inner *= sums[m].temporal;
   for (int r = 0; r < R; ++r) left *= rest[r];
   const double spread = spread_above(l, rest, (1u << R) - 1);
   const int64_t most = static_cast<int64_t>(spread);
@@ -156,17 +209,8 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   // once per multicast group (model.cpp: child_fills = temporal_iterations, times the groups of
   // the spatial loops of levels 0..m): temporal iterations x instances of m = operations / the
   // spatial factors of levels 0..m, all chosen when m <= l. Above l the fan-outs are not chosen:
-  // at most the sharing their fan-outs allow (serve_from_above). The groups are at least, per level, the
-  // product over the tensor's dimensions of the largest spatial factor moving it alone (distinct
-  // sums of one loop's steps), times the spatial factors over ranks it does not index on axes
-  // that do not multicast it.
+  // at most the sharing their fan-outs allow (serve_from_above). The groups per level: summarize.
   const double ops = static_cast<double>(plan_.operations);
-  double spatial[kMaxLevels];
-  for (int m = 0; m <= l; ++m) {
-    int64_t f = 1;
-    for (int r = 0; r < R; ++r) f *= chosen[m].x[r] * chosen[m].y[r];
-    spatial[m] = static_cast<double>(f);
-  }
   // Instances of each level m <= l, at most (the fan-outs above l are not chosen: at most theirs),
   // and of those the ones that split ranks the output does not index (each starts the partial
   // sums of the whole output: the model's first-update discount is at most the volume times that).
@@ -174,14 +218,9 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
   inst[l] = inst_reducing[l] = static_cast<double>(fanout_above[l]);
   inst_least[l] = 1;
   for (int m = l - 1; m >= 0; --m) {
-    inst_least[m] = inst_least[m + 1] * spatial[m + 1];
-    double reducing = 1;
-    if (plan_.output >= 0)
-      for (int r = 0; r < R; ++r)
-        if (!(plan_.tensors[plan_.output].relevant_ranks >> r & 1))
-          reducing *= static_cast<double>(chosen[m + 1].x[r] * chosen[m + 1].y[r]);
-    inst[m] = inst[m + 1] * spatial[m + 1];
-    inst_reducing[m] = inst_reducing[m + 1] * reducing;
+    inst_least[m] = inst_least[m + 1] * sums[m + 1].spatial;
+    inst[m] = inst[m + 1] * sums[m + 1].spatial;
+    inst_reducing[m] = inst_reducing[m + 1] * sums[m + 1].reducing;
   }
   const int kept_to = open_keep ? l - 1 : l;  // levels whose kept sets are chosen
   // Words each of those levels reads and writes (over all instances), at least: for the latency
@@ -213,25 +252,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
     while (m <= kept_to && !(chosen[m].keep >> t & 1)) ++m;
     const int last = std::min(m, l);
     double per_op = 1;  // groups / spatial factors of levels 0..last
-    for (int k = 0; k <= last; ++k) {
-      const LevelChoice& ch = chosen[k];
-      const PlanLevel& lv = plan_.levels[static_cast<size_t>(k)];
-      int64_t widest[kMaxTensorDims];
-      std::fill_n(widest, pt.n_dims, int64_t{1});
-      double groups = 1;
-      for (int r = 0; r < R; ++r) {
-        if (ch.x[r] == 1 && ch.y[r] == 1) continue;
-        if (pt.rank_terms[r] == 0) {
-          if (!(lv.multicast_x & role_bit(pt.role))) groups *= static_cast<double>(ch.x[r]);
-          if (!(lv.multicast_y & role_bit(pt.role))) groups *= static_cast<double>(ch.y[r]);
-        } else if (pt.rank_terms[r] == 1) {
-          int64_t& wd = widest[pt.rank_dim[r][0]];
-          wd = std::max({wd, ch.x[r], ch.y[r]});
-        }
-      }
-      for (int d = 0; d < pt.n_dims; ++d) groups *= static_cast<double>(widest[d]);
-      per_op *= groups / spatial[k];
-    }
+    for (int k = 0; k <= last; ++k) per_op *= sums[k].per_op[t];
     const double words = ops * per_op;
     double pj = m <= kept_to ? serve_pj[m][t] : serve_from_above(l, rest, t);
     if (m > kept_to && open_keep && may_keep_at[l] >> t & 1) pj = std::min(pj, serve_pj[l][t]);
@@ -256,7 +277,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
       wr[m] += words;
       if (!(spec_.onchip_backing >> t & 1)) {
         double up = 0;
-        moved += output_drains(chosen, l, kept_to, m, rest, above_l, inst_least, wr, &up);
+        moved += output_drains(chosen, sums, l, kept_to, m, rest, above_l, inst_least, wr, &up);
         if (top_open && only_top_above(t)) top_words = std::max(top_words, up);
       }
       top_wr += top_words;
@@ -276,15 +297,15 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
       int parent = k + 1;
       while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
       if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
-      const double each = plain ? plain_tile_moves(chosen, k, l, t, rest, above_l) : 0;
+      const double each = plain ? plain_tile_moves(sums, k, l, t, rest, above_l) : 0;
       const double fills = std::max(values, each * inst_least[k]);
       // The parent reads each fill of every instance once per group of instances that share it:
       // at least the fills of one instance times the distinct tiles the spatial loops between
       // them spread and the instances of the parent.
       // Not chosen yet, the parent is above l: at least the spreading of the chosen levels.
       const double reads = parent <= kept_to
-                               ? std::max(values, each * relevant_spread(chosen, k + 1, parent, t) * inst_least[parent])
-                               : std::max(values, each * relevant_spread(chosen, k + 1, l, t));
+                               ? std::max(values, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent])
+                               : std::max(values, each * relevant_spread(sums, k + 1, l, t));
       moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj +
                reads * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
       wr_each[k] += std::max(each, values / inst[k]);

@@ -176,6 +176,22 @@ class TileSearch {
   double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                      double& energy_lb, double& cycles_lb, bool open_keep = false) const;
+  // What scalar_bounds needs of one level's factors, worked out once per choice: a search extends
+  // the same inner levels with many choices of the next, so it keeps these per level and passes
+  // them (`sums[m]` for m <= l, each made by summarize from chosen[m]'s factors).
+  struct LevelSummary {
+    int64_t temporal = 1;                        // the product of the temporal factors
+    double spatial = 1;                          // the product of the spatial factors
+    double reducing = 1;                         // spatial factors over ranks the output does not index
+    std::array<double, kMaxTensors> per_op{};    // per tensor: multicast groups / spatial factors
+    std::array<double, kMaxTensors> own{};       // temporal factors over the tensor's ranks
+    std::array<double, kMaxTensors> tile{};      // factors over the ranks of its dimensions (plain)
+    std::array<double, kMaxTensors> distinct{};  // spatial factors over ranks that alone move a dimension
+  };
+  void summarize(const LevelChoice& ch, int m, LevelSummary& out) const;
+  void scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                     const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
+                     bool open_keep = false) const;
 
  private:
   // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t (every dimension
@@ -183,14 +199,15 @@ class TileSearch {
   // levels 0..l chosen; the distinct tiles the spatial factors of levels from..to spread over t's
   // ranks; the energy of the output's drains from every chosen keeper below the top to the next
   // (adding the parents' words to `wr`).
-  double plain_tile_moves(const LevelChoice* chosen, int k, int l, int t, const std::array<int64_t, kMaxRanks>& rest,
+  double plain_tile_moves(const LevelSummary* sums, int k, int l, int t, const std::array<int64_t, kMaxRanks>& rest,
                           double above_l) const;
-  double relevant_spread(const LevelChoice* chosen, int from, int to, int t) const;
+  double relevant_spread(const LevelSummary* sums, int from, int to, int t) const;
   // The most instances the spatial factors of the levels above l can spread ranks `ranks` over,
   // with `rest` left of every rank (at most fanout_above[l]).
   double spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const;
-  double output_drains(const LevelChoice* chosen, int l, int kept_to, int m, const std::array<int64_t, kMaxRanks>& rest,
-                       double above_l, const double* inst_least, double* wr, double* up) const;
+  double output_drains(const LevelChoice* chosen, const LevelSummary* sums, int l, int kept_to, int m,
+                       const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least, double* wr,
+                       double* up) const;
 
  public:
 
@@ -248,6 +265,17 @@ class TileSearch {
   std::array<double, kMaxTensors> touched_{};
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
+  // Per level with a fan-out: the most instances its spatial factors can use with what is left of
+  // the ranks its axes accept (each factor a divisor of what is left, each axis at most its
+  // fan-out), by the position of each such rank's rest among its size's divisors; empty when the
+  // table would be too large (then the fan-out and the rests' product bound it).
+  struct SpreadTable {
+    std::vector<int> ranks;      // accepted on x or y, size > 1
+    std::vector<size_t> stride;  // per rank, in the table
+    std::vector<double> most;
+  };
+  std::array<SpreadTable, kMaxLevels> spread_table{};
+  void make_spread_tables();
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
   std::atomic<int64_t>* budget_;

@@ -36,6 +36,8 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   }
   std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
   if (s->spec_.bound_scalar) {
+    // Levels below l are fixed under this call: the bounds reuse their summaries.
+    if (l > 0) s->summarize(chosen[static_cast<size_t>(l - 1)], l - 1, sums[static_cast<size_t>(l - 1)]);
     // Branch and bound: a level's spatial factors alone bound the compute steps and what serving
     // compute costs, whatever its temporal factors and kept set; beaten ones are not expanded.
     const auto spatial_beaten = [&](const LevelChoice& spatial) {
@@ -43,7 +45,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       std::array<int64_t, kMaxRanks> rest = remaining;
       for (int r = 0; r < s->R; ++r) rest[r] /= spatial.x[r] * spatial.y[r];
       double energy = 0, cycles = 0;
-      s->scalar_bounds(chosen.data(), l, rest, energy, cycles, true);
+      bounds_of(l, rest, energy, cycles, true);
       const bool beaten = sink->beaten(energy, cycles, -1, 0);
       owner->bound_pruned[static_cast<size_t>(l)] += beaten;
       return beaten;
@@ -105,7 +107,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         chosen[l].t.fill(1);
         chosen[l].keep = keeps[ki];
         double energy = 0, cycles = 0;
-        s->scalar_bounds(chosen.data(), l, open_rest, energy, cycles);
+        bounds_of(l, open_rest, energy, cycles);
         keep_dead[ki] = sink->beaten(energy, cycles, -1, 0);
       }
     }

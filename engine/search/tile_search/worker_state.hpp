@@ -157,8 +157,16 @@ struct TileWorker::State {
 
   // Branch and bound: whether the sink already beats every completion of levels 0..l.
   bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) {
-    s->scalar_bounds(chosen.data(), l, rest, last_energy_lb, last_cycles_lb);
+    bounds_of(l, rest, last_energy_lb, last_cycles_lb);
     return sink->beaten(last_energy_lb, last_cycles_lb, -1, 0);
+  }
+  // TileSearch::scalar_bounds of chosen[0..l], with the summaries of levels below l kept from
+  // descend(l)'s entry (they do not change under it) and level l's made now.
+  std::array<TileSearch::LevelSummary, kMaxLevels> sums{};
+  void bounds_of(int l, const std::array<int64_t, kMaxRanks>& rest, double& energy, double& cycles,
+                 bool open_keep = false) {
+    s->summarize(chosen[static_cast<size_t>(l)], l, sums[static_cast<size_t>(l)]);
+    s->scalar_bounds(chosen.data(), sums.data(), l, rest, energy, cycles, open_keep);
   }
 
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining);
