@@ -10,6 +10,19 @@
 #include "engine/search/tile_search/worker_state.hpp"
 
 namespace mapfuse {
+namespace {
+
+// Whole cycles a level needs to read r and write w words per instance at its bandwidths, at least
+// (the model rounds its bandwidth time up; the bound gives way for sums made in another order).
+double bandwidth_cycles(const PlanLevel& lv, double r, double w) {
+  double time = 0;
+  if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
+  if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
+  if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
+  return std::ceil(time * (1 - 1e-9));
+}
+
+}  // namespace
 
 double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const {
   // A word a level m above l reads serves the instances of the fan-outs of levels l+1..m that
@@ -318,24 +331,12 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
   energy_lb = (ops * plan_.op_pj + served + moved) * (1 - 1e-9);
   // A level whose words per instance need longer than the compute steps at its bandwidth sets the
   // latency (per instance: the totals over the most instances it can have).
-  for (int m = 0; m <= kept_to; ++m) {
-    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
-    const double r = rd[m] / inst[m], w = wr[m] / inst[m] + wr_each[m];
-    double time = 0;
-    if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
-    if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
-    if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
-    cycles_lb = std::max(cycles_lb, std::ceil(time * (1 - 1e-9)));
-  }
+  for (int m = 0; m <= kept_to; ++m)
+    cycles_lb = std::max(cycles_lb, bandwidth_cycles(plan_.levels[static_cast<size_t>(m)], rd[m] / inst[m],
+                                                     wr[m] / inst[m] + wr_each[m]));
   if (top_open) {
-    const PlanLevel& lv = plan_.levels[static_cast<size_t>(L - 1)];
     const double n = static_cast<double>(std::max<int64_t>(1, c_.levels[static_cast<size_t>(L - 1)].instances));
-    const double r = top_rd / n, w = top_wr / n;
-    double time = 0;
-    if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
-    if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
-    if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
-    cycles_lb = std::max(cycles_lb, std::ceil(time * (1 - 1e-9)));
+    cycles_lb = std::max(cycles_lb, bandwidth_cycles(plan_.levels[static_cast<size_t>(L - 1)], top_rd / n, top_wr / n));
   }
 }
 
@@ -581,14 +582,7 @@ bool TileWorker::State::completion_bounds(int d, const std::array<int64_t, kMaxR
         // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
         // so each bound rounds up; the bandwidth times first give way for rounding (the model's
         // threshold, sums in another order).
-        auto time_of = [&](int l, double r, double w) {
-          const PlanLevel& lv = p.levels[l];
-          double time = 0;
-          if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
-          if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
-          if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
-          return std::ceil(time * (1 - 1e-9));
-        };
+        auto time_of = [&](int l, double r, double w) { return bandwidth_cycles(p.levels[l], r, w); };
         double cycles = steps;
         for (int l = 0; l < L; ++l) cycles = std::max(cycles, time_of(l, rd[l], wr[l]));
         for (size_t k = 0; k < K; ++k) {
