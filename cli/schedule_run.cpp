@@ -166,7 +166,8 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
 
   // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
   run.mapped = o->tile_costs.empty();
-  auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats) {
+  auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats,
+                      std::span<const int64_t> held = {}) {
     if (run.mapped) {
       TileCostStats st;
       TileCostOptions topt;
@@ -176,7 +177,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
           std::lock_guard<std::mutex> lock(m);
           fmt::print(stderr, "mapper: {}\n", line);
         };
-      std::vector<TileCost> c = map_tile_costs(w, ts, arch, on, topt, &st, cache);
+      std::vector<TileCost> c = map_tile_costs(w, ts, arch, on, topt, &st, cache, held);
       run.tile_cache_hits += st.cache_hits;
       run.tile_cache_misses += st.cache_misses;
       if (stats) *stats = st;
@@ -218,7 +219,9 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
     }
     seconds["allocation"] = since(t);
     t = clock::now();
-    costs = costs_of(g.tiles, run.core_of_tile, &run.tile_cost_stats);
+    // The schedule's own CTs: an operand whose producers' outputs do not fit the core streams
+    // from DRAM (held_input_bits). WACO's steady-state estimates above use the boxes alone.
+    costs = costs_of(g.tiles, run.core_of_tile, &run.tile_cost_stats, held_input_bits(g));
     seconds["tile_costs"] = since(t);
   }
   const std::vector<int>& cores = run.core_of_tile;

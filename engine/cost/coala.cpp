@@ -386,10 +386,20 @@ double Scheduler::make_space(int tensor, int core, double t, const std::vector<i
     double freed = 0;
     size_t k = 0;
     while (k < cands.size() && freed < to_free) freed += cands[k++].bits;
-    if (freed < to_free)
+    if (freed < to_free) {
+      // What the CT holds besides: its inputs, which it needs at once and so cannot evict.
+      double kept = 0;
+      for (int s : keep)
+        if (contains(s, core)) kept += p_.tensors[size_t(s)].bits;
+      const auto& ct = p_.tiles[size_t(tile)];
       throw InputError({}, "cores[" + std::to_string(core) + "]",
-                       "cannot free " + std::to_string(to_free) + " bits on core '" + cs.name + "' for tile " +
-                           std::to_string(tile));
+                       "cannot free " + std::to_string(int64_t(to_free)) + " bits on core '" + cs.name + "' (" +
+                           std::to_string(int64_t(cs.capacity_bits)) + " bits) for a tensor of " +
+                           std::to_string(int64_t(spec.bits)) + " bits of CT " + std::to_string(tile) + " (layer " +
+                           std::to_string(ct.layer) + ", sub " + std::to_string(ct.sub) + "): its " +
+                           std::to_string(keep.size()) + " inputs hold " + std::to_string(int64_t(kept)) +
+                           " bits there and the CT needs them all at once");
+    }
     if (core == dram_) throw InputError({}, "cores", "evictions required in the off-chip memory; make it larger");
     for (size_t i = 0; i < k; ++i) {
       const int e = cands[i].tensor;

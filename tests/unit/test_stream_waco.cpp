@@ -212,6 +212,34 @@ TEST_CASE("stream waco: random tiny instances (seeded) match the enumerated opti
   }
 }
 
+TEST_CASE("stream waco: the time limit holds on an instance whose root LP alone takes minutes") {
+  // Eight cores, a chain of 30 layers of one tile (a stack modelled per layer), p from 1 to 8:
+  // ~58k binaries. CBC's own -sec is checked between nodes only; without Clp's wall-clock limit
+  // this test's 1 s limit took 42 s inside the root LP, and MobileNetV2 fused on stream_t3_8c_0ws
+  // took 2,311 s for a 20 s limit per stack.
+  std::mt19937 rng(11);
+  const int cores = 8, n = 30, layers = 30;
+  std::vector<int> lot;
+  for (int i = 0; i < n; ++i) lot.push_back(i * layers / n);
+  std::vector<std::vector<int>> ch(static_cast<size_t>(layers), std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<std::vector<double>> base(static_cast<size_t>(n));
+  for (auto& b : base)
+    for (int j = 0; j < cores; ++j) b.push_back(double(100 + rng() % 900));
+  std::vector<std::pair<int, int>> deps;
+  for (int i = 1; i < n; ++i) deps.push_back({i - 1, i});
+  const WacoInstance in = make(cores, lot, ch, base, deps, 40);
+  WacoOptions opt;
+  opt.time_limit_s = 1;
+  const WacoSolution s = solve_waco(in, opt);
+  CHECK(s.seconds < 15);  // the limit plus CBC's last node and the decoding, with room for a loaded machine
+  // Whatever it returns (CBC's incumbent or the fallback) is a valid allocation with its latency.
+  CHECK(s.objective == doctest::Approx(eq12(in, s.slot, s.cores, s.choice)).epsilon(1e-9));
+  CHECK(s.bound <= s.objective * (1 + 1e-9));
+  for (size_t i = 0; i < s.cores.size(); ++i)
+    CHECK(int(s.cores[i].size()) == in.choices[size_t(in.layer_of_tile[i])][size_t(s.choice[size_t(in.layer_of_tile[i])])]);
+  for (const auto& [a, b] : in.deps) CHECK(s.slot[size_t(a)] < s.slot[size_t(b)]);
+}
+
 TEST_CASE("stream waco: weights that fit no core are an InputError") {
   WacoInstance in = make(2, {0, 1}, {{1, 2}, {1}}, {{10, 10}, {10, 10}}, {{0, 1}}, 2);
   in.weight_bits = {300, 0};

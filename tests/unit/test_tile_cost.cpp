@@ -6,7 +6,10 @@
 
 #include "engine/arch/arch_toml.hpp"
 #include "engine/common/error.hpp"
+#include "engine/search/stream/schedule_problem.hpp"
 #include "engine/search/stream/tile_costs.hpp"
+#include "engine/workload/tile_graph.hpp"
+#include "engine/cost/coala.hpp"
 #include "engine/search/exhaustive.hpp"
 #include "tile_workloads.hpp"
 
@@ -331,4 +334,64 @@ TEST_CASE("tile cost: bad allocations and CTs that cannot be mapped") {
   CHECK(none.find("layer 'mm', CT 0") != std::string::npos);
   CHECK(none.find("tpu_like_1") != std::string::npos);
   CHECK(none.find("even with every operand in off-chip memory") != std::string::npos);
+}
+
+// A row CT of a fused stack whose producer layer ran whole (its own stack): COALA holds the
+// producer's whole output on the CT's core, not the CT's window of it. The rule counts that
+// (held_input_bits), so the input streams from DRAM instead of overflowing the core, as
+// Xception's block4_pool did on the 256 KiB pooling core (a whole-layer input split four ways).
+TEST_CASE("tile cost: an input whose producers' whole outputs do not fit streams from DRAM") {
+  // conv1 (3x3, 8 -> 8 channels, 8x8) alone; conv2 (1x1, 8 -> 2) and conv3 (1x1, 2 -> 2) fused by rows.
+  const Workload w = finalized({conv("conv1", "x", 8, 8, 8, 8, 3, 1, 1), conv("conv2", "conv1", 8, 2, 8, 8, 1, 1, 0),
+                                conv("conv3", "conv2", 2, 2, 8, 8, 1, 1, 0)});
+  TilingOptions o;
+  o.layers.resize(3);
+  for (int l : {1, 2}) o.layers[size_t(l)].intra = {{w.einsums[size_t(l)].ranks[size_t(row_rank(w.einsums[size_t(l)]))].name, 0, 1}};
+  o.stacks = layer_stacks_manual(w, {{0}, {1, 2}});
+  const TileGraph g = build_tile_graph(w, o);
+  const TileSet& ts = g.tiles;
+  REQUIRE(ts.tiles.size() == 1 + 8 + 8);
+  const std::vector<int64_t> held = held_input_bits(g);
+  REQUIRE(held.size() == ts.accesses.size());
+  // conv2's rows each hold conv1's whole output (8 x 8 x 8 values, 8 bits); conv3's rows hold one
+  // conv2 row (2 x 8 values); outputs and weights hold nothing more than their box.
+  for (size_t t = 0; t < ts.tiles.size(); ++t) {
+    const auto acc = ts.tile_accesses(int(t));
+    for (size_t a = 0; a < acc.size(); ++a) {
+      const int64_t h = held[ts.tiles[t].accesses + a];
+      const std::string& name = w.tensors[size_t(acc[a].tensor)].name;
+      CAPTURE(t);
+      CAPTURE(name);
+      if (name == "conv1" && acc[a].role != TensorRole::Output) CHECK(h == 8 * 8 * 8 * 8);
+      else if (name == "conv2" && acc[a].role != TensorRole::Output) CHECK(h == 2 * 8 * 8);
+      else CHECK(h == 0);
+    }
+  }
+
+  // A 256-word SRAM: a conv2 row by its boxes (64 input values, 16 weights, 16 outputs) fits; with
+  // conv1's whole output (512 values) it does not, and the input, the largest, goes off-chip.
+  Architecture a = load_architecture("tpu_like_quad_core");
+  REQUIRE(a.cores[0].levels[2].name == "sram_2MB");
+  a.cores[0].levels[2].entries = 256;
+  const std::vector<int> core(ts.tiles.size(), 0);
+  const int row = ts.layer_first[1] + 3;  // an interior conv2 row
+  size_t in = 0;
+  while (ts.tile_accesses(row)[in].role != TensorRole::Input || w.tensors[size_t(ts.tile_accesses(row)[in].tensor)].name != "conv1") ++in;
+  const TileCost by_box = map_tile_costs(w, ts, a, core, {})[size_t(row)];
+  CHECK(!by_box.any_offchip());
+  const std::vector<TileCost> costs = map_tile_costs(w, ts, a, core, {}, nullptr, nullptr, held);
+  const TileCost& by_held = costs[size_t(row)];
+  for (size_t k = 0; k < by_held.operands.size(); ++k) CHECK(by_held.operands[k].offchip == (k == in));
+  // The 64 input values come from DRAM once: their energy is DRAM's.
+  CHECK(by_held.offchip_energy_pj >= 64 * a.cores[0].levels.back().read_pj);
+  // conv3's rows hold one conv2 row: nothing changes for them.
+  CHECK(!costs[size_t(ts.layer_first[2] + 3)].any_offchip());
+
+  // COALA: with the boxes alone the row must fetch conv1's 4,096-bit output into a 2,048-bit core
+  // and the schedule fails; with the held sizes the input streams and the schedule completes.
+  const std::vector<TileCost> box_costs = map_tile_costs(w, ts, a, core, {});
+  CHECK_THROWS_AS(coala::schedule(build_schedule_problem(w, g, a, core, box_costs), coala::Options{}), InputError);
+  const coala::Schedule s = coala::schedule(build_schedule_problem(w, g, a, core, costs), coala::Options{});
+  CHECK(s.latency_cc > 0);
+  CHECK(s.energy.total() > 0);
 }

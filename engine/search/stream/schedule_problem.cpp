@@ -151,4 +151,25 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
   return p;
 }
 
+std::vector<int64_t> held_input_bits(const TileGraph& g) {
+  const TileSet& ts = g.tiles;
+  std::vector<int64_t> held(ts.accesses.size(), 0);
+  for (size_t t = 0; t < ts.tiles.size(); ++t) {
+    const Tile& ct = ts.tiles[t];
+    for (int ei = g.first_pred[t]; ei < g.first_pred[t + 1]; ++ei) {
+      const TileEdge& edge = g.edges[size_t(ei)];
+      if (edge.kind() != EdgeKind::Inter) continue;
+      int64_t out_bits = 0;
+      for (const TileAccess& a : ts.tile_accesses(edge.producer))
+        if (a.role == TensorRole::Output) out_bits = a.stream_bits;
+      for (size_t a = 0; a < ct.n_accesses; ++a)
+        if (ts.accesses[ct.accesses + a].tensor == edge.tensor && ts.accesses[ct.accesses + a].role != TensorRole::Output) {
+          held[ct.accesses + a] += out_bits;
+          break;
+        }
+    }
+  }
+  return held;
+}
+
 }  // namespace mapfuse

@@ -43,4 +43,12 @@ coala::Problem build_schedule_problem(const Workload& w, const TileGraph& g, con
                                       std::span<const int> core_of_tile, std::span<const TileCost> costs,
                                       const ScheduleProblemOptions& options = {});
 
+// Per entry of g.tiles.accesses, what COALA holds on a CT's core for that operand when it is
+// fetched (build_schedule_problem's objects): for an input another layer produces, the whole
+// outputs (TileAccess::stream_bits) of its producer CTs, each once; 0 for outputs and constant
+// operands (their object is the CT's own box). More than the box where producers are coarser than
+// the consumer: a fused stack after a layer run whole, a stride-2 consumer of row CTs.
+// map_tile_costs sends such an operand off-chip when these objects do not fit.
+std::vector<int64_t> held_input_bits(const TileGraph& g);
+
 }  // namespace mapfuse

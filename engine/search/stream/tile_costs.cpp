@@ -33,7 +33,8 @@ void put(std::string& key, int64_t v) {
 // layers and interior tiles share an entry.
 // Without `boxes`: the mapper's problem (its result does not depend on the boxes, only the
 // off-chip rule and the footprints do).
-std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_class, bool boxes = true) {
+std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_class, bool boxes = true,
+                     std::span<const int64_t> held = {}) {
   std::string k;
   k.reserve(256);
   put(k, int64_t{core_class});
@@ -56,8 +57,10 @@ std::string tile_key(const Einsum& e, const TileSet& ts, int tile, int core_clas
       put(k, static_cast<int64_t>(p.size()));
       for (const ProjectionTerm& term : p) put(k, int64_t{term.rank} << 32 | term.coeff);
     }
-    if (boxes)
+    if (boxes) {
       for (const Range& b : ts.box(acc[t])) put(k, b.size());
+      if (!held.empty()) put(k, held[ts.tiles[static_cast<size_t>(tile)].accesses + t]);
+    }
   }
   return k;
 }
@@ -115,7 +118,8 @@ int64_t words_per_instance(const Einsum& e, const Core& core, int l, TensorMask 
 // values against entries / multiple_buffering), the largest (the first in tensor order on a tie)
 // goes off-chip; a home with several instances counts them (words_per_instance). Returns the
 // off-chip mask.
-TensorMask stream_offchip(const Einsum& e, const Core& core, std::span<const TileAccess> acc) {
+TensorMask stream_offchip(const Einsum& e, const Core& core, std::span<const TileAccess> acc,
+                          std::span<const int64_t> held) {
   const int L = static_cast<int>(core.levels.size()), T = static_cast<int>(e.tensors.size());
   std::vector<int> home(static_cast<size_t>(T), -1);
   std::vector<int64_t> need(static_cast<size_t>(T), 0);
@@ -123,7 +127,8 @@ TensorMask stream_offchip(const Einsum& e, const Core& core, std::span<const Til
   for (int t = 0; t < T; ++t) {
     for (int l = L - 2; l >= 0 && home[t] < 0; --l)
       if (core.levels[static_cast<size_t>(l)].may_keep & role_bit(e.tensors[t].role)) home[t] = l;
-    need[t] = acc[t].bits / std::max(e.tensors[t].bits_per_value, 1);
+    need[t] = std::max(acc[t].bits, held.empty() ? 0 : held[static_cast<size_t>(t)]) /
+              std::max(e.tensors[t].bits_per_value, 1);
     if (home[t] < 0) off |= static_cast<TensorMask>(1u << t);
   }
   for (int l = 0; l < L - 1; ++l) {
@@ -371,9 +376,12 @@ std::string tile_cost_cache_key(const Einsum& e, const std::string& core_fp, Ten
 
 std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, const Architecture& a,
                                      std::span<const int> core_of_tile, const TileCostOptions& opt,
-                                     TileCostStats* stats, TileCostCache* cache) {
+                                     TileCostStats* stats, TileCostCache* cache, std::span<const int64_t> held_bits) {
   const auto t0 = std::chrono::steady_clock::now();
   const int n = static_cast<int>(tiles.tiles.size());
+  if (!held_bits.empty() && held_bits.size() != tiles.accesses.size())
+    throw InputError({}, "tile_costs", fmt::format("{} held sizes for {} CT operands (one per operand expected)",
+                                                   held_bits.size(), tiles.accesses.size()));
   if (core_of_tile.size() != tiles.tiles.size())
     throw InputError({}, "allocation",
                      fmt::format("{} cores given for {} CTs (one per CT expected)", core_of_tile.size(), n));
@@ -398,7 +406,8 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
                                    a.cores.size()));
     const Einsum& e = w.einsums[static_cast<size_t>(tiles.tiles[t].layer)];
     auto [it, fresh] =
-        index.try_emplace(tile_key(e, tiles, t, core_class[static_cast<size_t>(c)]), static_cast<int>(first_tile.size()));
+        index.try_emplace(tile_key(e, tiles, t, core_class[static_cast<size_t>(c)], true, held_bits),
+                          static_cast<int>(first_tile.size()));
     if (fresh) first_tile.push_back(t);
     key_of[static_cast<size_t>(t)] = it->second;
   }
@@ -427,7 +436,11 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
                          fmt::format("{}: the core cannot run {} operators", what[static_cast<size_t>(k)],
                                      to_string(layer.op)));
       const Einsum e = ct_einsum(w, tiles, t);
-      const TensorMask off = stream_offchip(e, core_for(base, e), tiles.tile_accesses(t));
+      const auto acc = tiles.tile_accesses(t);
+      const TensorMask off =
+          stream_offchip(e, core_for(base, e), acc,
+                         held_bits.empty() ? std::span<const int64_t>()
+                                           : held_bits.subspan(tiles.tiles[static_cast<size_t>(t)].accesses, acc.size()));
       std::string pk = tile_key(layer, tiles, t, core_class[static_cast<size_t>(c)], false);
       pk += static_cast<char>(off);
       auto [it, fresh] = problems.try_emplace(std::move(pk), static_cast<int>(problem_first.size()));

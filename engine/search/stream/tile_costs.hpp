@@ -59,9 +59,16 @@ struct TileCostStats {
 // With a cache, each mapping problem is looked up first (tile_cost_cache_key) and only the misses
 // are searched, then inserted: the result is bit-identical with and without it, and does not
 // depend on what other calls put there before (docs/stream.md, "Tile-cost cache").
+//
+// held_bits (empty, or one per entry of tiles.accesses): what the scheduler must hold on the core
+// for each operand, where that is more than the CT's own box (held_input_bits: the whole outputs
+// of the producer CTs an input overlaps). Stream's rule then sends an operand off-chip when those
+// objects do not fit, not only when its box does not: a pool CT whose input comes from a producer
+// layer run whole and split by K over four cores holds all four outputs.
 std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, const Architecture& a,
                                      std::span<const int> core_of_tile, const TileCostOptions& opt,
-                                     TileCostStats* stats = nullptr, TileCostCache* cache = nullptr);
+                                     TileCostStats* stats = nullptr, TileCostCache* cache = nullptr,
+                                     std::span<const int64_t> held_bits = {});
 
 // The cache key of one mapping problem: everything the mapper's answer depends on. The core by
 // core_fingerprint (not its name); the CT-sized Einsum's operator, ranks (names, as mapping texts
