@@ -123,9 +123,11 @@ Command add_run_command(CLI::App& app) {
               throw InputError({}, journal_path(output),
                                fmt::format("holds {} results of units this study does not have (their parameters "
                                            "changed since the journal was written, e.g. with another mapfuse "
-                                           "version); resume with the version that wrote it, or write to a new "
-                                           "--output",
-                                           stale));
+                                           "version, or the study's relative paths now resolve differently: they "
+                                           "are joined to the study's path as given, '{}', so give it as the run "
+                                           "that wrote the journal did, from the same directory); resume with the "
+                                           "version and spelling that wrote it, or write to a new --output",
+                                           stale, study.file));
             std::erase_if(units, [&](const WorkUnit& u) { return finished.count(u.id) > 0; });
             if (master && !finished.empty() && !o->quiet)
               fmt::print(stderr, "resuming {}: {} of {} units already journaled\n", what, finished.size(), total);
