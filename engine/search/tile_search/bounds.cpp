@@ -91,7 +91,11 @@ double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int 
   // innermost one above k over a rank t indexes: at the lowest level j above k with such a factor,
   // its loops over t's ranks (the others may sit inside them), and every loop of the levels above
   // j (all outside j's). Above l: at least the temporal iterations left.
-  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  // With halos (a dimension p*stride + r), only the plain ranks (alone in a dimension, coefficient
+  // 1) count: a step of one moves the tile to new values of that dimension, so all of it is new;
+  // a window rank's step may bring one new row only, or none (p+1, r=0 after p, r=2 with stride 2).
+  // Each move of a plain rank's loop still brings the tile's plain part at least (`tile`, the
+  // product over the plain dimensions): one new value per plain coordinate.
   double tile = 1;
   for (int j = 0; j <= k; ++j) tile *= sums[j].tile[t];
   double refills = 1;
@@ -107,8 +111,8 @@ double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int 
   } else {
     double own = 1;
     for (int r = 0; r < R; ++r)
-      if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(rest[r]);
-    refills = std::ceil(own / spread_above(l, rest, static_cast<uint32_t>(pt.relevant_ranks)));
+      if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(rest[r]);
+    refills = std::ceil(own / spread_above(l, rest, plain_ranks_[t]));
   }
   return tile * refills;
 }
@@ -175,7 +179,7 @@ void TileSearch::summarize(const LevelChoice& ch, int m, LevelSummary& out) cons
     std::fill_n(widest, pt.n_dims, int64_t{1});
     double groups = 1, own = 1, distinct = 1;
     for (int r = 0; r < R; ++r) {
-      if (pt.relevant_ranks >> r & 1) own *= static_cast<double>(ch.t[r]);
+      if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(ch.t[r]);
       if (pt.rank_terms[r] == 1 && pt.plain_rank[pt.rank_dim[r][0]] == r)
         distinct *= static_cast<double>(ch.x[r] * ch.y[r]);
       if (ch.x[r] == 1 && ch.y[r] == 1) continue;
@@ -303,14 +307,12 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
     if (spec_.onchip_backing >> t & 1) continue;
     const bool top_parent = top_open && only_top_above(t);
     const double values = touched_[static_cast<size_t>(t)];
-    bool plain = true;
-    for (int d = 0; d < pt.n_dims; ++d) plain = plain && pt.plain_rank[d] >= 0;
     for (int k = m; k <= kept_to && k < L - 1; ++k) {
       if (!(chosen[k].keep >> t & 1)) continue;
       int parent = k + 1;
       while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
       if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
-      const double each = plain ? plain_tile_moves(sums, k, l, t, rest, above_l) : 0;
+      const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
       const double fills = std::max(values, each * inst_least[k]);
       // The parent reads each fill of every instance once per group of instances that share it:
       // at least the fills of one instance times the distinct tiles the spatial loops between

@@ -232,7 +232,12 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       update_pj_above[l][t] = std::isfinite(cheapest_update) ? cheapest_update : 0;
     }
   }
-  for (int t = 0; t < T; ++t) touched_[t] = static_cast<double>(touched_values(e, t));
+  for (int t = 0; t < T; ++t) {
+    touched_[t] = static_cast<double>(touched_values(e, t));
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    for (int d = 0; d < pt.n_dims; ++d)
+      if (pt.plain_rank[d] >= 0) plain_ranks_[t] |= 1u << pt.plain_rank[d];
+  }
   make_spread_tables();
   if (spec.merge_passthrough)
     for (int l = 0; l < top && l + 1 < L; ++l) {

@@ -184,7 +184,7 @@ class TileSearch {
     double spatial = 1;                          // the product of the spatial factors
     double reducing = 1;                         // spatial factors over ranks the output does not index
     std::array<double, kMaxTensors> per_op{};    // per tensor: multicast groups / spatial factors
-    std::array<double, kMaxTensors> own{};       // temporal factors over the tensor's ranks
+    std::array<double, kMaxTensors> own{};       // temporal factors over the tensor's plain ranks
     std::array<double, kMaxTensors> tile{};      // factors over the ranks of its dimensions (plain)
     std::array<double, kMaxTensors> distinct{};  // spatial factors over ranks that alone move a dimension
   };
@@ -194,8 +194,9 @@ class TileSearch {
                      bool open_keep = false) const;
 
  private:
-  // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t (every dimension
-  // one rank), the words its tile moves at least (an input's fills, an output's drains), given
+  // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t, the words its
+  // tile moves at least (an input's fills, an output's drains; exact-count for a tensor whose every
+  // dimension is one rank, a lower bound through its plain dimensions for one with halos), given
   // levels 0..l chosen; the distinct tiles the spatial factors of levels from..to spread over t's
   // ranks; the energy of the output's drains from every chosen keeper below the top to the next
   // (adding the parents' words to `wr`).
@@ -263,6 +264,9 @@ class TileSearch {
   // level l and tensor, the least read energy among the levels above l that may keep it (the
   // cheapest parent those fills can come from).
   std::array<double, kMaxTensors> touched_{};
+  // Per tensor, the ranks that alone index one of its dimensions (coefficient 1): moving one of
+  // them moves the whole tile, halos or not (plain_tile_moves).
+  std::array<uint32_t, kMaxTensors> plain_ranks_{};
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
