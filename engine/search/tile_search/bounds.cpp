@@ -85,7 +85,8 @@ double TileSearch::spread_above(int l, const std::array<int64_t, kMaxRanks>& res
 }
 
 double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int t,
-                                    const std::array<int64_t, kMaxRanks>& rest, double above_l) const {
+                                    const std::array<int64_t, kMaxRanks>& rest, double above_l,
+                                    double tile_values) const {
   // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
   // instance takes its whole tile once per iteration of the loops from the outermost down to the
   // innermost one above k over a rank t indexes: at the lowest level j above k with such a factor,
@@ -94,10 +95,14 @@ double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int 
   // With halos (a dimension p*stride + r), only the plain ranks (alone in a dimension, coefficient
   // 1) count: a step of one moves the tile to new values of that dimension, so all of it is new;
   // a window rank's step may bring one new row only, or none (p+1, r=0 after p, r=2 with stride 2).
-  // Each move of a plain rank's loop still brings the tile's plain part at least (`tile`, the
-  // product over the plain dimensions): one new value per plain coordinate.
-  double tile = 1;
-  for (int j = 0; j <= k; ++j) tile *= sums[j].tile[t];
+  // Every move counted is then a plain rank's step (or the restart of its loop), to values of
+  // that dimension the previous tile did not have: the whole tile is new, window extents and all
+  // (`tile_values`, from the caller; without it, the product over the plain dimensions).
+  double tile = tile_values;
+  if (!(tile > 0)) {
+    tile = 1;
+    for (int j = 0; j <= k; ++j) tile *= sums[j].tile[t];
+  }
   double refills = 1;
   int j = k + 1;
   for (; j <= l; ++j)
@@ -260,6 +265,28 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       if (may_keep_at[m] >> t & 1) return false;
     return true;
   };
+  // Per rank its tile factor over levels 0..k, for the extents of the tiles of tensors with halos.
+  double cum[kMaxLevels][kMaxRanks];
+  if (window_tensors_) {
+    double run[kMaxRanks];
+    std::fill_n(run, R, 1.0);
+    for (int k = 0; k <= kept_to; ++k)
+      for (int r = 0; r < R; ++r) {
+        run[r] *= static_cast<double>(chosen[k].t[r] * chosen[k].x[r] * chosen[k].y[r]);
+        cum[k][r] = run[r];
+      }
+  }
+  auto window_tile = [&](int t, int k) {
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    double v = 1;
+    for (int d = 0; d < pt.n_dims; ++d) {
+      double ext = 1;
+      for (int i = 0; i < pt.dims[d].n_terms; ++i)
+        ext += static_cast<double>(pt.dims[d].terms[i].coeff) * (cum[k][pt.dims[d].terms[i].rank] - 1);
+      v *= ext;
+    }
+    return v;
+  };
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     double top_words = !top_open || (spec_.onchip_backing >> t & 1) ? 0
@@ -312,7 +339,8 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       int parent = k + 1;
       while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
       if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
-      const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
+      const double each =
+          plain_tile_moves(sums, k, l, t, rest, above_l, window_tensors_ >> t & 1 ? window_tile(t, k) : 0);
       const double fills = std::max(values, each * inst_least[k]);
       // The parent reads each fill of every instance once per group of instances that share it:
       // at least the fills of one instance times the distinct tiles the spatial loops between

@@ -235,8 +235,10 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   for (int t = 0; t < T; ++t) {
     touched_[t] = static_cast<double>(touched_values(e, t));
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
-    for (int d = 0; d < pt.n_dims; ++d)
+    for (int d = 0; d < pt.n_dims; ++d) {
       if (pt.plain_rank[d] >= 0) plain_ranks_[t] |= 1u << pt.plain_rank[d];
+      else window_tensors_ |= 1u << t;
+    }
   }
   make_spread_tables();
   if (spec.merge_passthrough)

@@ -201,7 +201,7 @@ class TileSearch {
   // ranks; the energy of the output's drains from every chosen keeper below the top to the next
   // (adding the parents' words to `wr`).
   double plain_tile_moves(const LevelSummary* sums, int k, int l, int t, const std::array<int64_t, kMaxRanks>& rest,
-                          double above_l) const;
+                          double above_l, double tile_values = 0) const;
   double relevant_spread(const LevelSummary* sums, int from, int to, int t) const;
   // The most instances the spatial factors of the levels above l can spread ranks `ranks` over,
   // with `rest` left of every rank (at most fanout_above[l]).
@@ -267,6 +267,7 @@ class TileSearch {
   // Per tensor, the ranks that alone index one of its dimensions (coefficient 1): moving one of
   // them moves the whole tile, halos or not (plain_tile_moves).
   std::array<uint32_t, kMaxTensors> plain_ranks_{};
+  uint32_t window_tensors_ = 0;  // bit t: tensor t has a dimension that is not plain (a halo)
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
