@@ -223,6 +223,13 @@ Command add_run_command(CLI::App& app) {
                 fmt::print("| {} | {:.6g} | {:.6g} | {:.6g} |\n", r->label, r->energy_pj, r->cycles, r->edp);
               else
                 fmt::print("| {} | failed: {} | | |\n", r->label, r->message);
+            // Failures go to stderr as well, --quiet or not: a caller that keeps only stderr (a
+            // script, a Slurm log) must still see why the exit status is 1.
+            if (failed) {
+              fmt::print(stderr, "{} of {} units failed:\n", failed, results.size());
+              for (const UnitResult* r : sorted)
+                if (r->status == UnitResult::Status::Failed) fmt::print(stderr, "  {}: {}\n", r->label, r->message);
+            }
             return failed ? 1 : 0;
           }};
 }

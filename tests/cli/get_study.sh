@@ -115,9 +115,13 @@ networks = ["resnet18", "resnet19"]
 buffer_kb = 128
 searches = ["exact"]
 TOML
-"$bin" run "$tmp/nonet.toml" --output "$tmp/nonet.h5" --quiet >"$tmp/nonet.txt" 2>&1
+"$bin" run "$tmp/nonet.toml" --output "$tmp/nonet.h5" --quiet >"$tmp/nonet.txt" 2>"$tmp/nonet.err"
 rc=$?
+cat "$tmp/nonet.err" >>"$tmp/nonet.txt"
+# The failure is on stderr too, --quiet or not (a log that keeps stderr only must say why).
 if [ $rc -ne 1 ] || ! grep -q "get resnet19 lbdf 128KB exact | failed: .*resnet19.*did you mean 'resnet18'" "$tmp/nonet.txt" ||
+  ! grep -q "^1 of 2 units failed:" "$tmp/nonet.err" ||
+  ! grep -q "^  get resnet19 lbdf 128KB exact: .*did you mean 'resnet18'" "$tmp/nonet.err" ||
   ! grep -q "^| get resnet18 lbdf 128KB exact | [0-9.]* |" "$tmp/nonet.txt"; then
   echo "FAIL unknown network: status $rc"; cat "$tmp/nonet.txt"; fail=1
 else

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "engine/common/error.hpp"
@@ -270,6 +271,12 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   CbcModel model(si);
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
+  // CBC's driver (CbcMain0/CbcMain1) keeps its parameter table and command reader in globals:
+  // two threads solving at once garbled each other's options ("No match for -timeMode0") and a
+  // feasible stack read as infeasible. Solves within one process take turns; ranks do not share
+  // them, so `mpirun` keeps WACO units parallel.
+  static std::mutex cbc_driver;
+  const std::lock_guard<std::mutex> one_cbc_at_a_time(cbc_driver);
   CbcMain0(model);
   // CBC's -sec is checked between branch-and-bound nodes only: the root LP of a large instance
   // (eight cores, a stack of ~30 layers modelled per layer: ~60k binaries) ran for many minutes
