@@ -83,6 +83,7 @@ Command add_map_command(CLI::App& app) {
                                  {"objective", to_string(objective)},
                                  {"mapspace_at_least", r.mapspace_at_least},
                                  {"evaluated", r.evaluated},
+                                 {"probe_evaluated", r.probe_evaluated},
                                  {"valid", r.valid},
                                  {"capacity_pruned", r.pruned},
                                  {"bound_pruned", r.bound_pruned},

@@ -149,16 +149,44 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     if (!opt.front) sinks.back().upper_bound = opt.upper_bound, sinks.back().upper_bound_energy = opt.upper_bound_energy;
   }
   MapperResult out;
+  // Branch and bound takes the roots best first as it does every level's choices: the subtree of
+  // the enumeration's first root (the innermost level keeping nothing) can hold most of the
+  // mapspace and none of the good mappings, and searched first under a poor incumbent it cut
+  // almost nothing (a depthwise layer on Eyeriss: 40 M mappings evaluated before the optimum's
+  // root came). Ties keep the enumeration order; the answer does not depend on the order.
+  std::vector<size_t> order(s.roots());
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (spec.bound_scalar && spec.best_first) {
+    std::vector<std::array<double, 3>> key(s.roots());
+    for (size_t i = 0; i < s.roots(); ++i) {
+      double energy = 0, cycles = 0;
+      s.root_bounds(i, energy, cycles);
+      key[i] = {sinks[0].priority(energy, cycles), energy, cycles};
+    }
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  }
+  // Before the full search, every root is probed for this many evaluated choices (best first):
+  // each subtree's most promising mappings then bound the others from the start. On a depthwise
+  // layer on Eyeriss (docs/mapper.md, "Roots best first, probed") 32 took the search from 200 s
+  // to 18 s; the probes cost at most roots x 32 evaluations.
+  constexpr int64_t probe_leaves = 32;
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
-  int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0;
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0, probed = 0;
   out.bound_pruned.assign(static_cast<size_t>(s.levels()), 0);
-#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, stale)
+#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, stale, probed)
   {
     ExhaustiveSink& sink = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
+    if (spec.bound_scalar && spec.best_first && probe_leaves > 0) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t i = 0; i < static_cast<int64_t>(s.roots()); ++i)
+        worker.probe(s, order[static_cast<size_t>(i)], sink, probe_leaves);
+      probed += worker.evaluated;
+      evaluated -= worker.evaluated;
+    }
 #pragma omp for schedule(dynamic, 1) nowait
-    for (int64_t i = 0; i < static_cast<int64_t>(s.roots()); ++i) worker.run(s, static_cast<size_t>(i), sink);
+    for (int64_t i = 0; i < static_cast<int64_t>(s.roots()); ++i) worker.run(s, order[static_cast<size_t>(i)], sink);
     worker.finish();
     evaluated += worker.evaluated;
     pruned += worker.pruned;
@@ -168,6 +196,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     for (size_t l = 0; l < out.bound_pruned.size(); ++l) out.bound_pruned[l] += worker.bound_pruned[l];
   }
   out.evaluated = evaluated;
+  out.probe_evaluated = probed;
   out.mapspace_at_least = s.temporal_mapspace_size();
   out.pruned = pruned;
   out.lane_calls = lane_calls;

@@ -71,8 +71,11 @@ struct MapperResult {
   std::optional<Mapping> best;  // empty when no valid mapping exists
   CostResult cost;
   std::vector<ParetoMapping> pareto;  // energy / cycles front of the valid mappings, by energy
-  int64_t evaluated = 0;
+  int64_t evaluated = 0;  // by the search proper
   int64_t valid = 0;
+  // Branch and bound: mappings evaluated by the probes of the roots before the search
+  // (exhaustive.cpp), on top of `evaluated`; the search evaluates some of them again.
+  int64_t probe_evaluated = 0;
   // At least this many mappings in the mapspace (TileSearch::temporal_mapspace_size: tile shapes
   // over the temporal loops times kept sets; spatial factors and loop orders only multiply it).
   double mapspace_at_least = 0;

@@ -501,6 +501,9 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
       {make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), &c},
       {make_matmul("mm", 4, 2, 4), &c},
       {make_depthwise_conv("dw", {.C = 4, .P = 4, .R = 3}, "I", "W", "O"), &c},
+      // Two window dimensions, one strided and padded: the window-position fills and the top's
+      // compulsory traffic (scalar_bounds) are checked on both.
+      {make_depthwise_conv("dw2d", {.C = 2, .P = 3, .Q = 2, .R = 3, .S = 2, .Wstride = 2, .Wpad = 1}, "I", "W", "O"), &c},
       {qk, &c},
       {softmax, &vec}};
   for (const auto& [e, core] : cases) {
@@ -531,7 +534,7 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
         if (open_energy > r.energy_pj || open_cycles > r.cycles) ++failed;
         ch.keep = l == L - 1 ? static_cast<TensorMask>((1u << e.tensors.size()) - 1) : b.keep[static_cast<size_t>(l)];
         // The kept set chosen, the temporal factors still open (best first's per spatial set bound).
-        search.scalar_bounds(chosen.data(), l, spatial_rest, open_energy, open_cycles);
+        search.scalar_bounds(chosen.data(), l, spatial_rest, open_energy, open_cycles, false, true);
         ++checked;
         if (open_energy > r.energy_pj || open_cycles > r.cycles) ++failed;
         for (int q = 0; q < R; ++q) {

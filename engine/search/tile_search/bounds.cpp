@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include <numeric>
+
 #include "engine/search/tile_search/worker_state.hpp"
 
 namespace mapfuse {
@@ -157,6 +159,8 @@ double TileSearch::output_drains(const LevelChoice* chosen, const LevelSummary* 
     } else {
       const double updates = std::max(volume, each * relevant_spread(sums, k + 1, l, t));
       pj += updates * update_pj_above[kept_to][t];
+      // As for inputs (scalar_bounds): the top takes every output value at least once.
+      pj += volume * std::max(0.0, top_update_pj(t) - update_pj_above[kept_to][t]);
       *up = updates;
     }
   }
@@ -208,16 +212,60 @@ void TileSearch::summarize(const LevelChoice& ch, int m, LevelSummary& out) cons
   }
 }
 
+void TileSearch::window_position_fills(int t, const double* cum, double instances, double& total,
+                                       double& each) const {
+  // Per dimension, the tile's extent (a box: 1 + sum coeff * (extent - 1)), how many distinct
+  // offsets it takes at least (those of its one rank with the most blocks: the ranks of a
+  // dimension index no other), and the shortest nonzero shift between two of them (the gcd of the
+  // block steps coeff * extent of the ranks with more than one block: every shift is an integer
+  // combination of them). The distinct positions are the product of the dimensions' offsets. A
+  // change of position shifts some dimension d by at least its gcd, which brings that many new
+  // values (the whole extent if the shift is longer) times the other extents; the model fills a
+  // moved tile with what the previous one did not hold, so each instance's fills are at least its
+  // first tile plus that for every change after it.
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  double tile = 1, positions = 1;
+  double extent[kMaxTensorDims], shift[kMaxTensorDims];
+  for (int d = 0; d < pt.n_dims; ++d) {
+    double ext = 1, offsets = 1;
+    int64_t g = 0;
+    for (int i = 0; i < pt.dims[d].n_terms; ++i) {
+      const PlanTerm& term = pt.dims[d].terms[i];
+      if (term.coeff == 0) continue;
+      const int r = term.rank;
+      ext += static_cast<double>(term.coeff) * (cum[r] - 1);
+      const int64_t k = static_cast<int64_t>(cum[r]), blocks = e_.ranks[r].size / k;
+      if (blocks > 1 && term.coeff > 0) {
+        offsets = std::max(offsets, static_cast<double>(blocks));
+        g = std::gcd(g, term.coeff * k);
+      }
+    }
+    extent[d] = ext;
+    shift[d] = g > 0 ? std::min(static_cast<double>(g), ext) : 0;
+    tile *= ext;
+    positions *= offsets;
+  }
+  double least_new = tile;
+  for (int d = 0; d < pt.n_dims; ++d)
+    if (shift[d] > 0) least_new = std::min(least_new, tile / extent[d] * shift[d]);
+  // Spread over instances, the positions split: an instance visits at least positions / instances
+  // of them, and all together at least `positions` (each spatial split multiplies the instances by
+  // no less than it divides the offsets of a dimension).
+  total = positions > 1 ? tile - least_new + least_new * positions : tile;
+  const double mine = std::ceil(positions / instances);
+  each = mine > 1 ? tile + (mine - 1) * least_new : tile;
+}
+
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
-                               double& energy_lb, double& cycles_lb, bool open_keep) const {
+                               double& energy_lb, double& cycles_lb, bool open_keep, bool open_temporal) const {
   LevelSummary sums[kMaxLevels];
   for (int m = 0; m <= l; ++m) summarize(chosen[m], m, sums[m]);
-  scalar_bounds(chosen, sums, l, rest, energy_lb, cycles_lb, open_keep);
+  scalar_bounds(chosen, sums, l, rest, energy_lb, cycles_lb, open_keep, open_temporal);
 }
 
 void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                                const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
-                               bool open_keep) const {
+                               bool open_keep, bool open_temporal) const {
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
   // times what remains over the spatial factors above l, whose product is at most spread_above.
   int64_t inner = 1, left = 1;
@@ -301,6 +349,14 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
     double pj = m <= kept_to ? serve_pj[m][t] : serve_from_above(l, rest, t);
     if (m > kept_to && open_keep && may_keep_at[l] >> t & 1) pj = std::min(pj, serve_pj[l][t]);
     served += words * pj;
+    if (m > kept_to && top_open && !(spec_.onchip_backing >> t & 1)) {
+      // Served from above l at `pj` a word, whichever level serves. If the top does, it reads
+      // (updates) every touched value at least once at its own price; if a level between does,
+      // that level is filled from the top besides. Either way at least the larger of the two.
+      const double least = t == plan_.output ? static_cast<double>(pt.volume) * top_update_pj(t)
+                                             : touched_[static_cast<size_t>(t)] * top_read_pj(t);
+      served += std::max(0.0, least - words * pj);
+    }
     if (m > kept_to) {
       // Served straight from above l: by the top itself, where no level between may keep it.
       // (`words` before the sharing of the fan-outs above l, at most all of them.)
@@ -339,9 +395,17 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       int parent = k + 1;
       while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
       if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
-      const double each =
+      double each =
           plain_tile_moves(sums, k, l, t, rest, above_l, window_tensors_ >> t & 1 ? window_tile(t, k) : 0);
-      const double fills = std::max(values, each * inst_least[k]);
+      double fills = std::max(values, each * inst_least[k]);
+      // A window tensor's refills through its window ranks, from the tile alone (not when level
+      // l's temporal factors are still open: its tile would grow).
+      if ((window_disjoint_ >> t & 1) && !(open_temporal && k == l)) {
+        double total = 0, mine = 0;
+        window_position_fills(t, cum[k], inst[k], total, mine);
+        each = std::max(each, mine);
+        fills = std::max({fills, total, each * inst_least[k]});
+      }
       // The parent reads each fill of every instance once per group of instances that share it:
       // at least the fills of one instance times the distinct tiles the spatial loops between
       // them spread and the instances of the parent.
@@ -353,7 +417,14 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
                reads * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
       wr_each[k] += std::max(each, values / inst[k]);
       if (parent <= kept_to) rd[parent] += reads;
-      else if (top_parent) top_words = std::max(top_words, reads);
+      else {
+        if (top_parent) top_words = std::max(top_words, reads);
+        // The reads above were priced at the cheapest level that may keep t. Whichever level
+        // that is, the top still reads each touched value at least once: if it is the parent, it
+        // reads at least those `reads` (>= values) at its own price; if a level between keeps t,
+        // that level is filled from above. Either way at least values x (top - cheapest) more.
+        moved += values * std::max(0.0, top_read_pj(t) - read_pj_above[kept_to][t]);
+      }
     }
     top_rd += top_words;
   }

@@ -235,10 +235,19 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   for (int t = 0; t < T; ++t) {
     touched_[t] = static_cast<double>(touched_values(e, t));
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    uint32_t seen = 0;
+    bool disjoint = true;
     for (int d = 0; d < pt.n_dims; ++d) {
       if (pt.plain_rank[d] >= 0) plain_ranks_[t] |= 1u << pt.plain_rank[d];
       else window_tensors_ |= 1u << t;
+      for (int i = 0; i < pt.dims[d].n_terms; ++i) {
+        const PlanTerm& term = pt.dims[d].terms[i];
+        if (term.coeff == 0) continue;
+        disjoint = disjoint && term.coeff > 0 && !(seen >> term.rank & 1);
+        seen |= 1u << term.rank;
+      }
     }
+    if ((window_tensors_ >> t & 1) && disjoint) window_disjoint_ |= 1u << t;
   }
   make_spread_tables();
   if (spec.merge_passthrough)
@@ -312,6 +321,13 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       root.keep = keep;
       if (admissible(root, 0)) roots_.push_back(root);
     }
+}
+
+void TileSearch::root_bounds(size_t i, double& energy, double& cycles) const {
+  const LevelChoice& root = roots_[i];
+  std::array<int64_t, kMaxRanks> rest{};
+  for (int r = 0; r < R; ++r) rest[r] = e_.ranks[r].size / (root.t[r] * root.x[r] * root.y[r]);
+  scalar_bounds(&root, 0, rest, energy, cycles);
 }
 
 void TileSearch::make_spread_tables() {

@@ -151,6 +151,9 @@ class TileSearch {
 
   // Roots: the innermost level's choices (factors and kept tensors); none with partial pruning.
   size_t roots() const { return roots_.size(); }
+  // Branch and bound: lower bounds on the energy and cycles of every mapping under root i
+  // (scalar_bounds of the innermost level alone), for taking the roots best first.
+  void root_bounds(size_t i, double& energy, double& cycles) const;
   const EvalPlan& plan() const { return plan_; }
   const Einsum& einsum() const { return e_; }
   int levels() const { return L; }
@@ -170,12 +173,13 @@ class TileSearch {
   // the operations, plus one access per compute step of each tensor at its innermost keeping level
   // (the cheapest level above l that may keep it, if none below does).
   // `open_keep`: what level l keeps is not chosen yet (chosen[l].keep is ignored; a tensor not
-  // kept below l is served at l or above, whichever is cheaper).
+  // kept below l is served at l or above, whichever is cheaper). `open_temporal`: level l's
+  // temporal factors are left to the levels above (chosen[l].t all 1), so its tile is not final.
   // The least energy per word served to compute by a level above l that may keep tensor t, over
   // the sharing the fan-outs of levels l+1.. allow it with `rest` left of every rank.
   double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
-                     double& energy_lb, double& cycles_lb, bool open_keep = false) const;
+                     double& energy_lb, double& cycles_lb, bool open_keep = false, bool open_temporal = false) const;
   // What scalar_bounds needs of one level's factors, worked out once per choice: a search extends
   // the same inner levels with many choices of the next, so it keeps these per level and passes
   // them (`sums[m]` for m <= l, each made by summarize from chosen[m]'s factors).
@@ -191,7 +195,7 @@ class TileSearch {
   void summarize(const LevelChoice& ch, int m, LevelSummary& out) const;
   void scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                      const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
-                     bool open_keep = false) const;
+                     bool open_keep = false, bool open_temporal = false) const;
 
  private:
   // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t, the words its
@@ -268,6 +272,23 @@ class TileSearch {
   // them moves the whole tile, halos or not (plain_tile_moves).
   std::array<uint32_t, kMaxTensors> plain_ranks_{};
   uint32_t window_tensors_ = 0;  // bit t: tensor t has a dimension that is not plain (a halo)
+  // Window tensors whose every rank indexes one dimension once (a depthwise or strided conv's
+  // input): the distinct positions of a tile are then a product over dimensions
+  // (window_position_fills).
+  uint32_t window_disjoint_ = 0;
+  // Fills of a window tensor's tile whose per-rank extents are `cum` (all the factors of the levels
+  // up to its keeper), at least: each of the tile's distinct positions in the data is visited, every
+  // change of position brings at least the values of the shortest nonzero shift, whatever the loop
+  // order and wherever the factors above sit. `total`: over all instances; `each`: per instance,
+  // with at most `instances` of them.
+  // The outermost level's read (update) energy per word of tensor t, 0 if it cannot keep t.
+  double top_read_pj(int t) const {
+    return may_keep_at[L - 1] >> t & 1 ? plan_.levels[static_cast<size_t>(L - 1)].read_pj : 0;
+  }
+  double top_update_pj(int t) const {
+    return may_keep_at[L - 1] >> t & 1 ? plan_.levels[static_cast<size_t>(L - 1)].update_pj : 0;
+  }
+  void window_position_fills(int t, const double* cum, double instances, double& total, double& each) const;
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
@@ -321,6 +342,11 @@ class TileWorker {
   // Enumerates everything above root `i` of `s`, parking complete choices; full buckets are
   // evaluated and handed to `sink`.
   void run(const TileSearch& s, size_t i, TileSink& sink);
+  // Branch and bound: run() until `leaves` more choices are evaluated (best first, so the first
+  // ones are the subtree's most promising), everything parked evaluated before it returns. A
+  // probe of every root before the full search gives each subtree's good mappings a chance to
+  // set the incumbent early.
+  void probe(const TileSearch& s, size_t i, TileSink& sink, int64_t leaves);
   // With partial pruning (TileSearch::partial_pruning), instead of run() per root, in two steps
   // that several workers can share: the pruned inner levels (one worker), then rows [begin, end)
   // completed into `sink`. Parked choices may remain: call finish().

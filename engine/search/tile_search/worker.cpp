@@ -26,12 +26,13 @@ bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, con
 }
 
 void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& remaining) {
-  if (s->over()) return;
+  if (s->over() || (probe_until >= 0 && owner->evaluated >= probe_until)) return;
   if (l == s->L) {
     park();
     // Branch and bound cuts nothing before a first mapping is known: until then each choice is
-    // evaluated as soon as it is parked instead of waiting for a full bucket.
-    if (s->spec_.bound_scalar && !sink->has_incumbent()) flush_all();
+    // evaluated as soon as it is parked instead of waiting for a full bucket (and so is each
+    // choice of a probe, which counts them).
+    if (s->spec_.bound_scalar && (!sink->has_incumbent() || probe_until >= 0)) flush_all();
     return;
   }
   std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
@@ -107,7 +108,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         chosen[l].t.fill(1);
         chosen[l].keep = keeps[ki];
         double energy = 0, cycles = 0;
-        bounds_of(l, open_rest, energy, cycles);
+        bounds_of(l, open_rest, energy, cycles, false, true);
         keep_dead[ki] = sink->beaten(energy, cycles, -1, 0);
       }
     }
@@ -181,6 +182,13 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
     return;
   }
   st.descend(1, rest);
+}
+
+void TileWorker::probe(const TileSearch& s, size_t i, TileSink& sink, int64_t leaves) {
+  st_->probe_until = evaluated + leaves;
+  run(s, i, sink);
+  st_->flush_all();
+  st_->probe_until = -1;
 }
 
 void TileWorker::finish() {

@@ -107,6 +107,8 @@ struct TileWorker::State {
   std::unique_ptr<double[]> pool_bounds;
   size_t pool_bounds_size = 0;
   double last_energy_lb = 0, last_cycles_lb = 0;  // of the choice bound_beaten passed last
+  // TileWorker::probe: stop once owner->evaluated reaches this (-1: no limit).
+  int64_t probe_until = -1;
   size_t W = 0, max_live = 0;
   std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
   std::array<LevelChoice, kMaxLevels> chosen{};
@@ -164,9 +166,9 @@ struct TileWorker::State {
   // descend(l)'s entry (they do not change under it) and level l's made now.
   std::array<TileSearch::LevelSummary, kMaxLevels> sums{};
   void bounds_of(int l, const std::array<int64_t, kMaxRanks>& rest, double& energy, double& cycles,
-                 bool open_keep = false) {
+                 bool open_keep = false, bool open_temporal = false) {
     s->summarize(chosen[static_cast<size_t>(l)], l, sums[static_cast<size_t>(l)]);
-    s->scalar_bounds(chosen.data(), sums.data(), l, rest, energy, cycles, open_keep);
+    s->scalar_bounds(chosen.data(), sums.data(), l, rest, energy, cycles, open_keep, open_temporal);
   }
 
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining);
