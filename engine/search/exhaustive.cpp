@@ -165,11 +165,11 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
   }
-  // Before the full search, every root is probed for this many evaluated choices (best first):
-  // each subtree's most promising mappings then bound the others from the start. On a depthwise
-  // layer on Eyeriss (docs/mapper.md, "Roots best first, probed") 32 took the search from 200 s
-  // to 18 s; the probes cost at most roots x 32 evaluations.
-  constexpr int64_t probe_leaves = 32;
+  // The probes (TileWorker::probe) take the roots best first until they have enumerated this
+  // many choices in all: a few hundred roots. Gemmini's ResNet-18 layers have up to ~9,000 roots,
+  // whose probes cost more than they saved; Eyeriss's depthwise layer has 130.
+  constexpr int64_t kProbeBudget = int64_t{1} << 19;
+  std::atomic<int64_t> probe_work{0};
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
   int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0, probed = 0;
@@ -178,10 +178,11 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   {
     ExhaustiveSink& sink = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
-    if (spec.bound_scalar && spec.best_first && probe_leaves > 0) {
+    if (spec.bound_scalar && spec.best_first) {
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < static_cast<int64_t>(s.roots()); ++i)
-        worker.probe(s, order[static_cast<size_t>(i)], sink, probe_leaves);
+        if (probe_work.load(std::memory_order_relaxed) < kProbeBudget)
+          probe_work += worker.probe(s, order[static_cast<size_t>(i)], sink);
       probed += worker.evaluated;
       evaluated -= worker.evaluated;
     }

@@ -342,11 +342,11 @@ class TileWorker {
   // Enumerates everything above root `i` of `s`, parking complete choices; full buckets are
   // evaluated and handed to `sink`.
   void run(const TileSearch& s, size_t i, TileSink& sink);
-  // Branch and bound: run() until `leaves` more choices are evaluated (best first, so the first
-  // ones are the subtree's most promising), everything parked evaluated before it returns. A
-  // probe of every root before the full search gives each subtree's good mappings a chance to
-  // set the incumbent early.
-  void probe(const TileSearch& s, size_t i, TileSink& sink, int64_t leaves);
+  // Branch and bound, best first: run() from root `i` for a few complete mappings or a bounded
+  // amount of enumeration (worker_state.hpp, kProbeLeaves and kProbeWork), each evaluated as
+  // it is found. Probes of the roots before the full search let each subtree's most promising
+  // mappings set the incumbent early. Returns the choices it enumerated (at least 1).
+  int64_t probe(const TileSearch& s, size_t i, TileSink& sink);
   // With partial pruning (TileSearch::partial_pruning), instead of run() per root, in two steps
   // that several workers can share: the pruned inner levels (one worker), then rows [begin, end)
   // completed into `sink`. Parked choices may remain: call finish().

@@ -26,13 +26,13 @@ bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, con
 }
 
 void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& remaining) {
-  if (s->over() || (probe_until >= 0 && owner->evaluated >= probe_until)) return;
+  if (s->over() || (probing && (owner->evaluated >= probe_until || probe_work >= kProbeWork))) return;
   if (l == s->L) {
     park();
     // Branch and bound cuts nothing before a first mapping is known: until then each choice is
-    // evaluated as soon as it is parked instead of waiting for a full bucket (and so is each
-    // choice of a probe, which counts them).
-    if (s->spec_.bound_scalar && (!sink->has_incumbent() || probe_until >= 0)) flush_all();
+    // evaluated as soon as it is parked instead of waiting for a full bucket (and so is a
+    // probe's, which should set the incumbent before the search).
+    if (s->spec_.bound_scalar && (!sink->has_incumbent() || probing)) flush_all();
     return;
   }
   std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
@@ -58,6 +58,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   } else {
     s->level_choices(l, remaining, choices);
   }
+  if (probing) probe_work += static_cast<int64_t>(choices.size());
   if (s->spec_.bound_scalar && s->spec_.best_first) {
     descend_best_first(l, remaining, choices);
     return;
@@ -184,11 +185,14 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   st.descend(1, rest);
 }
 
-void TileWorker::probe(const TileSearch& s, size_t i, TileSink& sink, int64_t leaves) {
-  st_->probe_until = evaluated + leaves;
+int64_t TileWorker::probe(const TileSearch& s, size_t i, TileSink& sink) {
+  st_->probing = true;
+  st_->probe_until = evaluated + State::kProbeLeaves;
+  st_->probe_work = 0;
   run(s, i, sink);
   st_->flush_all();
-  st_->probe_until = -1;
+  st_->probing = false;
+  return st_->probe_work + 1;
 }
 
 void TileWorker::finish() {

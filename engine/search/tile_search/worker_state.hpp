@@ -107,8 +107,14 @@ struct TileWorker::State {
   std::unique_ptr<double[]> pool_bounds;
   size_t pool_bounds_size = 0;
   double last_energy_lb = 0, last_cycles_lb = 0;  // of the choice bound_beaten passed last
-  // TileWorker::probe: stop once owner->evaluated reaches this (-1: no limit).
-  int64_t probe_until = -1;
+  // TileWorker::probe: best first until kProbeLeaves complete choices are evaluated (each as it
+  // is parked) or kProbeWork choices enumerated, whichever comes first. The leaves give a
+  // subtree's good mappings (a depthwise layer on Eyeriss: 200 s -> 18 s; one dive per root was
+  // not enough); the work limit stops a probe whose choices the incumbent all beats from running
+  // the whole subtree (a stride-2 conv on Gemmini took 12x longer without it).
+  static constexpr int64_t kProbeLeaves = 32, kProbeWork = 4096;
+  bool probing = false;
+  int64_t probe_until = 0, probe_work = 0;
   size_t W = 0, max_live = 0;
   std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
   std::array<LevelChoice, kMaxLevels> chosen{};
