@@ -23,7 +23,7 @@ Command add_map_command(CLI::App& app) {
     std::string arch = "gemmini_default", workload, layer, objective = "edp", constraints;
     ZooParams zoo;
     int64_t max_mappings = 200'000'000;
-    bool pareto = false, json = false, no_bound = false, depth_first = false;
+    bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false;
     double upper_bound = std::numeric_limits<double>::infinity();
   };
   auto o = std::make_shared<Options>();
@@ -43,6 +43,8 @@ Command add_map_command(CLI::App& app) {
                 "branch and bound: extend choices in enumeration order instead of best bound first (for comparison)");
   cmd->add_option("--upper-bound", o->upper_bound,
                   "branch and bound: an objective value some mapping is known to reach (cuts from the start)");
+  cmd->add_flag("--every-layer", o->every_layer,
+                "search a layer again even when it poses an earlier layer's problem (same ranks, tensors, mapspace)");
   cmd->add_flag("--json", o->json, "print one JSON object: per layer the optimum and the search's counts");
   return {cmd, [o]() {
             const Core core = load_architecture(o->arch).cores.at(0);
@@ -63,17 +65,36 @@ Command add_map_command(CLI::App& app) {
             }
             int failed = 0;
             nlohmann::json out_layers = nlohmann::json::array();
+            // Layers searched so far, so that a network's repeated layers (ResNet's blocks) are
+            // searched once: the search is exact and deterministic, so a layer posing an earlier
+            // layer's problem has its optimum.
+            struct Solved {
+              int einsum;
+              Mapspace space;
+              MapperResult result;
+            };
+            std::vector<Solved> solved;
             for (int i : layers) {
               const Einsum& e = w.einsums[i];
               const auto start = std::chrono::steady_clock::now();
               const std::clock_t cpu_start = std::clock();
-              ExhaustiveOptions opt;
-              opt.objective = objective;
-              opt.max_mappings = o->max_mappings;
-              opt.front = o->pareto || o->no_bound;
-              opt.best_first = !o->depth_first;
-              opt.upper_bound = o->upper_bound;
-              const MapperResult r = exhaustive_search(e, core, make_mapspace(constraints, e, core), opt);
+              Mapspace space = make_mapspace(constraints, e, core);
+              const Solved* same = nullptr;
+              if (!o->every_layer)
+                for (const Solved& s : solved)
+                  if (same_mapping_problem(w.einsums[s.einsum], e) && s.space == space) same = &s;
+              if (!same) {
+                ExhaustiveOptions opt;
+                opt.objective = objective;
+                opt.max_mappings = o->max_mappings;
+                opt.front = o->pareto || o->no_bound;
+                opt.best_first = !o->depth_first;
+                opt.upper_bound = o->upper_bound;
+                MapperResult found = exhaustive_search(e, core, space, opt);
+                solved.push_back({i, std::move(space), std::move(found)});
+              }
+              const MapperResult& r = same ? same->result : solved.back().result;
+              const std::string same_as = same ? w.einsums[same->einsum].name : std::string{};
               const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
               int64_t bound_pruned = 0;
@@ -81,6 +102,7 @@ Command add_map_command(CLI::App& app) {
               if (o->json) {
                 nlohmann::json j{{"layer", e.name},
                                  {"objective", to_string(objective)},
+                                 {"same_as", same_as},
                                  {"mapspace_at_least", r.mapspace_at_least},
                                  {"evaluated", r.evaluated},
                                  {"probe_evaluated", r.probe_evaluated},
@@ -102,6 +124,8 @@ Command add_map_command(CLI::App& app) {
                 out_layers.push_back(std::move(j));
                 continue;
               }
+              if (same)
+                fmt::print("{}: the mapping problem of {} (searched once; its counts follow)\n", e.name, same_as);
               fmt::print("{}: {} mappings evaluated ({} valid; partial mappings cut: {} over capacity, {} by the bound, "
                          "{} beaten while queued; {:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
                          e.name, r.evaluated, r.valid, r.pruned, bound_pruned, r.stale_dropped,

@@ -22,10 +22,12 @@ struct LevelConstraints {
   std::optional<TensorMask> keep;
   // Ranks that may be spread on X / Y below this level (bit r); absent = what the core allows.
   std::optional<uint32_t> spatial_x, spatial_y;
+  bool operator==(const LevelConstraints&) const = default;
 };
 
 struct Mapspace {
   std::vector<LevelConstraints> levels;  // index 0 = innermost, as Core::levels; may be empty
+  bool operator==(const Mapspace&) const = default;
 };
 
 // Does the mapping respect every constraint of the mapspace (orders, factor bounds, kept tensors,

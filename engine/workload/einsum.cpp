@@ -85,6 +85,22 @@ std::vector<std::string> rank_names(const Einsum& e) {
   return v;
 }
 
+bool same_mapping_problem(const Einsum& a, const Einsum& b) {
+  if (a.op != b.op || a.ranks.size() != b.ranks.size() || a.tensors.size() != b.tensors.size()) return false;
+  for (size_t r = 0; r < a.ranks.size(); ++r)
+    if (a.ranks[r].name != b.ranks[r].name || a.ranks[r].size != b.ranks[r].size) return false;
+  for (size_t t = 0; t < a.tensors.size(); ++t) {
+    const TensorAccess &x = a.tensors[t], &y = b.tensors[t];
+    if (x.role != y.role || x.bits_per_value != y.bits_per_value || x.dims.size() != y.dims.size()) return false;
+    for (size_t d = 0; d < x.dims.size(); ++d) {
+      if (x.dims[d].size() != y.dims[d].size()) return false;
+      for (size_t i = 0; i < x.dims[d].size(); ++i)
+        if (x.dims[d][i].rank != y.dims[d][i].rank || x.dims[d][i].coeff != y.dims[d][i].coeff) return false;
+    }
+  }
+  return true;
+}
+
 void validate(const Einsum& e, std::string_view where) {
   std::string w = where.empty() ? "einsum '" + e.name + "'" : std::string(where);
   if (e.name.empty()) throw InputError({}, w, "Einsum has an empty name");

@@ -80,6 +80,12 @@ void validate(const Einsum& e, std::string_view where = {});
 // The ranks' names in order (for did_you_mean suggestions).
 std::vector<std::string> rank_names(const Einsum& e);
 
+// Do a and b pose the same mapping problem: the operator, the ranks (names: constraints and
+// dataflows name them; sizes), and per tensor its role, width and projections? Einsum and tensor
+// names and offsets are left out (the cost model does not read them), so a network's repeated
+// layers compare equal.
+bool same_mapping_problem(const Einsum& a, const Einsum& b);
+
 // Conventional builders (Timeloop's cnn-layer semantics: P,Q are output sizes; input width is
 // P*Wstride + R*Wdilation). Rank order R,S,P,Q,C,K,N (then G when grouped), as in Timeloop and
 // DOSA; tensors Weights, Inputs, Outputs.

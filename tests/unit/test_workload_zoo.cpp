@@ -62,6 +62,36 @@ TEST_CASE("workload zoo resnet18: DAG shape and 1.814 GMACs") {
   CHECK(macs(zoo_workload("resnet18", {4, 1})) == 4 * expected);
 }
 
+TEST_CASE("same_mapping_problem: ResNet-18's repeated layers, names aside, and what tells problems apart") {
+  const Workload w = zoo_workload("resnet18", {});
+  std::vector<const Einsum*> distinct;
+  for (const Einsum& e : w.einsums)
+    if (e.op == OpKind::Mac &&
+        std::none_of(distinct.begin(), distinct.end(), [&](const Einsum* d) { return same_mapping_problem(*d, e); }))
+      distinct.push_back(&e);
+  CHECK(distinct.size() == 12);  // conv1, 4 x layer1, per stage its first conv, the rest, downsample; fc
+  const Einsum& a = einsum(w, "layer1.0.conv1");
+  CHECK(same_mapping_problem(a, einsum(w, "layer1.1.conv2")));
+  CHECK_FALSE(same_mapping_problem(a, einsum(w, "layer2.0.conv1")));  // stride 2, other sizes
+  Einsum b = a;
+  b.name = "other";
+  b.tensors[0].name = "w2";
+  b.tensors[1].offset = {0, 0, -3, -3};
+  CHECK(same_mapping_problem(a, b));  // names and offsets: the cost model does not read them
+  b = a;
+  b.ranks[0].name = "X";  // constraints and dataflows name ranks
+  CHECK_FALSE(same_mapping_problem(a, b));
+  b = a;
+  b.tensors[1].dims[2][0].coeff = 2;  // another stride
+  CHECK_FALSE(same_mapping_problem(a, b));
+  b = a;
+  b.tensors[0].bits_per_value = 16;
+  CHECK_FALSE(same_mapping_problem(a, b));
+  b = a;
+  b.op = OpKind::Pool;
+  CHECK_FALSE(same_mapping_problem(a, b));
+}
+
 TEST_CASE("workload zoo resnet50: 4.089 GMACs as DOSA's layer counts give") {
   Workload w = zoo_workload("resnet50", {});
   CHECK(count_op(w, OpKind::Mac) == 54);          // 53 convs + fc

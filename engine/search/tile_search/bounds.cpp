@@ -24,6 +24,16 @@ double bandwidth_cycles(const PlanLevel& lv, double r, double w) {
   return std::ceil(time * (1 - 1e-9));
 }
 
+// A window dimension's extent for a tile whose per-rank extents are `cum`: 1 + sum coeff * (extent
+// - 1), a box around the projections (exact for one term; for several, what the model counts).
+double window_extent(const PlanDim& dim, const double* cum) {
+  double ext = 1;
+  for (int i = 0; i < dim.n_terms; ++i)
+    if (const PlanTerm& term = dim.terms[i]; term.coeff != 0)
+      ext += static_cast<double>(term.coeff) * (cum[term.rank] - 1);
+  return ext;
+}
+
 }  // namespace
 
 double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const {
@@ -227,13 +237,13 @@ void TileSearch::window_position_fills(int t, const double* cum, double instance
   double tile = 1, positions = 1;
   double extent[kMaxTensorDims], shift[kMaxTensorDims];
   for (int d = 0; d < pt.n_dims; ++d) {
-    double ext = 1, offsets = 1;
+    const double ext = window_extent(pt.dims[d], cum);
+    double offsets = 1;
     int64_t g = 0;
     for (int i = 0; i < pt.dims[d].n_terms; ++i) {
       const PlanTerm& term = pt.dims[d].terms[i];
       if (term.coeff == 0) continue;
       const int r = term.rank;
-      ext += static_cast<double>(term.coeff) * (cum[r] - 1);
       const int64_t k = static_cast<int64_t>(cum[r]), blocks = e_.ranks[r].size / k;
       if (blocks > 1 && term.coeff > 0) {
         offsets = std::max(offsets, static_cast<double>(blocks));
@@ -327,12 +337,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
   auto window_tile = [&](int t, int k) {
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     double v = 1;
-    for (int d = 0; d < pt.n_dims; ++d) {
-      double ext = 1;
-      for (int i = 0; i < pt.dims[d].n_terms; ++i)
-        ext += static_cast<double>(pt.dims[d].terms[i].coeff) * (cum[k][pt.dims[d].terms[i].rank] - 1);
-      v *= ext;
-    }
+    for (int d = 0; d < pt.n_dims; ++d) v *= window_extent(pt.dims[d], cum[k]);
     return v;
   };
   for (int t = 0; t < T; ++t) {

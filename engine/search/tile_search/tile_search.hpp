@@ -276,11 +276,6 @@ class TileSearch {
   // input): the distinct positions of a tile are then a product over dimensions
   // (window_position_fills).
   uint32_t window_disjoint_ = 0;
-  // Fills of a window tensor's tile whose per-rank extents are `cum` (all the factors of the levels
-  // up to its keeper), at least: each of the tile's distinct positions in the data is visited, every
-  // change of position brings at least the values of the shortest nonzero shift, whatever the loop
-  // order and wherever the factors above sit. `total`: over all instances; `each`: per instance,
-  // with at most `instances` of them.
   // The outermost level's read (update) energy per word of tensor t, 0 if it cannot keep t.
   double top_read_pj(int t) const {
     return may_keep_at[L - 1] >> t & 1 ? plan_.levels[static_cast<size_t>(L - 1)].read_pj : 0;
@@ -288,6 +283,11 @@ class TileSearch {
   double top_update_pj(int t) const {
     return may_keep_at[L - 1] >> t & 1 ? plan_.levels[static_cast<size_t>(L - 1)].update_pj : 0;
   }
+  // Fills of a window tensor's tile whose per-rank extents are `cum` (all the factors of the levels
+  // up to its keeper), at least: each of the tile's distinct positions in the data is visited, every
+  // change of position brings at least the values of the shortest nonzero shift, whatever the loop
+  // order and wherever the factors above sit. `total`: over all instances; `each`: per instance,
+  // with at most `instances` of them.
   void window_position_fills(int t, const double* cum, double instances, double& total, double& each) const;
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
