@@ -18,6 +18,18 @@ expect2() {  # expect2 <message fragment> <args...>
   [ "$rc" -eq 2 ] || fail "exit $rc (expected 2) for: $*"
   grep -qF -- "$want" "$tmp/err" || fail "no '$want' in: $(cat "$tmp/err")"
 }
+# libtorch loads only with a GNN (docs/get.md): the binary does not link it; without its module a
+# GNN run fails naming the module and where it looked, and a run without a GNN does not need it.
+if ldd "$bin" | grep -q torch; then fail "the binary links libtorch"; fi
+set +e
+MAPFUSE_TORCH_MODULE="$tmp/none.so" "$bin" partition --workload resnet18 --split gnne --budget 1 >/dev/null 2>"$tmp/err"
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a GNN run without the libtorch module exited 0"
+grep -qF "libmapfuse_torch.so" "$tmp/err" && grep -qF "$tmp/none.so: no such file" "$tmp/err" ||
+  fail "no module message: $(cat "$tmp/err")"
+MAPFUSE_TORCH_MODULE="$tmp/none.so" "$bin" partition --workload resnet18 --search rs --split cut --budget 5 --json \
+  >/dev/null || fail "a run without a GNN needed the libtorch module"
 "$bin" partition --workload resnet18 --search rs --split gnne --budget 5 --json >"$tmp/ok.json"
 grep -q '"split": "gnne"' "$tmp/ok.json" || fail "no gnne run"
 expect2 "$tmp/none.gnn" partition --workload resnet18 --split gnne --gnn-model "$tmp/none.gnn"

@@ -1,6 +1,7 @@
 #pragma once
 // GET-fusion's two pre-trained explainers (docs/get.md, "PGExplainer and RG-Explainer"; note
-// §5.3–5.4) behind a torch-free interface: only explainers_torch.cpp includes libtorch. Both are
+// §5.3–5.4) behind a torch-free interface: only explainers_torch.cpp includes libtorch (built into
+// the module of torch_module.hpp). Both are
 // trained once against a frozen classifier on invalid groups of the training networks, ship as
 // model files (presets/get/{pg,rg}_<scheme>.gnn) and explain a group without further training.
 #include <cstdint>
@@ -91,9 +92,9 @@ struct ExplainerTrainReport {
 class ExplainerModel {
  public:
   ExplainerModel();
-  ~ExplainerModel();
-  ExplainerModel(ExplainerModel&&) noexcept;
-  ExplainerModel& operator=(ExplainerModel&&) noexcept;
+  ~ExplainerModel() = default;
+  ExplainerModel(ExplainerModel&&) noexcept = default;
+  ExplainerModel& operator=(ExplainerModel&&) noexcept = default;
 
   // Reads a model file. InputError naming the file when it is missing or corrupt, of another kind
   // (a classifier, the other explainer), for another scheme than `classifier`'s, of another
@@ -113,7 +114,7 @@ class ExplainerModel {
   Impl& impl() const { return *impl_; }
 
  private:
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl, void (*)(Impl*)> impl_;  // deleted by the libtorch module (gnn.hpp)
 };
 
 // Both deterministic for a seed (one torch thread). Groups with no internal edge are skipped.

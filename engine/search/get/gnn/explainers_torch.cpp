@@ -18,6 +18,7 @@
 #include "engine/common/embedded.hpp"
 #include "engine/common/error.hpp"
 #include "engine/search/get/gnn/torch_model.hpp"
+#include "engine/search/get/gnn/torch_module.hpp"
 
 namespace mapfuse::get::gnn {
 
@@ -80,10 +81,15 @@ struct ExplainerModel::Impl {
   }
 };
 
-ExplainerModel::ExplainerModel() : impl_(std::make_unique<Impl>()) { one_thread(); }
-ExplainerModel::~ExplainerModel() = default;
-ExplainerModel::ExplainerModel(ExplainerModel&&) noexcept = default;
-ExplainerModel& ExplainerModel::operator=(ExplainerModel&&) noexcept = default;
+namespace {
+ExplainerModel::Impl* new_explainer() {
+  one_thread();
+  return new ExplainerModel::Impl();
+}
+void delete_explainer(ExplainerModel::Impl* p) { delete p; }
+}  // namespace
+
+ExplainerModel::ExplainerModel() : impl_(new_explainer(), &delete_explainer) {}
 
 ModelKind ExplainerModel::kind() const { return impl_->kind; }
 FusionScheme ExplainerModel::scheme() const { return impl_->scheme; }
@@ -802,34 +808,6 @@ void pretrain_generator(ExplainerModel::Impl& m, const std::vector<RgGraph>& gra
 
 }  // namespace
 
-std::vector<double> rg_step_rewards(std::span<const int32_t> set, bool stopped, int n_rollouts,
-                                    const std::function<RgSets(const RgSets& prefixes)>& complete,
-                                    const std::function<std::vector<double>(const RgSets& sets)>& reward) {
-  if (set.empty()) throw std::logic_error("rg_step_rewards: an episode starts from its seed");
-  const size_t adds = set.size() - 1, actions = adds + (stopped ? 1 : 0);
-  if (actions == 0) return {};
-  const std::vector<double> final_reward = reward({std::vector<int32_t>(set.begin(), set.end())});
-  std::vector<double> out(actions, final_reward.at(0));
-  if (n_rollouts <= 0) return out;
-  RgSets prefixes;
-  std::vector<size_t> which;
-  // Add action t led to set[0..t+1]; the last action's state is terminal (it ended the episode).
-  for (size_t t = 0; t + 1 < actions && t < adds; ++t) {
-    for (int r = 0; r < n_rollouts; ++r) prefixes.emplace_back(set.begin(), set.begin() + static_cast<ptrdiff_t>(t + 2));
-    which.push_back(t);
-  }
-  if (which.empty()) return out;
-  const RgSets finished = complete(prefixes);
-  if (finished.size() != prefixes.size()) throw std::logic_error("rg_step_rewards: one finished set per prefix");
-  const std::vector<double> r = reward(finished);
-  for (size_t k = 0; k < which.size(); ++k) {
-    double sum = 0;
-    for (int i = 0; i < n_rollouts; ++i) sum += r.at(k * static_cast<size_t>(n_rollouts) + static_cast<size_t>(i));
-    out[which[k]] = sum / n_rollouts;
-  }
-  return out;
-}
-
 ExplainerModel train_rg_explainer(std::shared_ptr<const Classifier> classifier, std::span<const GroupAtBuffer> invalid,
                                   const RgTrainOptions& opt, ExplainerTrainReport* report) {
   if (opt.epochs < 0 || opt.batch < 1 || !(opt.lr > 0) || opt.max_size < 2 || opt.locator_every < 1 ||
@@ -941,6 +919,22 @@ std::unique_ptr<Explainer> make_rg_explainer(std::shared_ptr<const Classifier> c
   if (model->kind() != ModelKind::Rg) throw std::logic_error("make_rg_explainer: not an RG-Explainer model");
   check_pair(*classifier, *model, features);
   return std::make_unique<RgExplainer>(std::move(classifier), std::move(model), features, max_size);
+}
+
+void fill_explainer_entries(TorchModule& t) {
+  t.explainer_new = &new_explainer;
+  t.explainer_delete = &delete_explainer;
+  t.explainer_load = &ExplainerModel::load;
+  t.explainer_shipped = &ExplainerModel::shipped;
+  t.explainer_parse = &ExplainerModel::parse;
+  t.explainer_save = &ExplainerModel::save;
+  t.explainer_kind = &ExplainerModel::kind;
+  t.explainer_scheme = &ExplainerModel::scheme;
+  t.explainer_parameters = &ExplainerModel::parameters;
+  t.train_pg_explainer = &train_pg_explainer;
+  t.train_rg_explainer = &train_rg_explainer;
+  t.make_pg_explainer = &make_pg_explainer;
+  t.make_rg_explainer = &make_rg_explainer;
 }
 
 }  // namespace mapfuse::get::gnn

@@ -1,6 +1,7 @@
 #pragma once
 // GET-fusion's GNN validity classifier and GNNExplainer (docs/get.md, "GNN classifier"; note
-// §5.1–5.2) behind a torch-free interface: only gnn_torch.cpp includes libtorch. Everything runs
+// §5.1–5.2) behind a torch-free interface: only gnn_torch.cpp includes libtorch, and it is built
+// into a module that loads on first use (torch_module.hpp), not at start-up. Everything runs
 // on one thread (at::set_num_threads(1), so MPI or OpenMP workers do not oversubscribe) and is
 // deterministic for a seed.
 #include <cstdint>
@@ -35,10 +36,10 @@ struct Metrics {
 
 class Classifier {
  public:
-  Classifier();
-  ~Classifier();
-  Classifier(Classifier&&) noexcept;
-  Classifier& operator=(Classifier&&) noexcept;
+  Classifier();  // an untrained model of the default shape
+  ~Classifier() = default;
+  Classifier(Classifier&&) noexcept = default;
+  Classifier& operator=(Classifier&&) noexcept = default;
 
   // Reads a model file (format in docs/get.md). Throws InputError naming the file when it is
   // missing or corrupt, was trained for another scheme than `expected`, or has another feature
@@ -64,7 +65,9 @@ class Classifier {
   Impl& impl() const { return *impl_; }
 
  private:
-  std::unique_ptr<Impl> impl_;
+  // Impl lives in the libtorch module (torch_module.hpp), which deletes it: the deleter travels
+  // with the pointer, so this class needs no complete Impl.
+  std::unique_ptr<Impl, void (*)(Impl*)> impl_;
 };
 
 struct TrainReport {

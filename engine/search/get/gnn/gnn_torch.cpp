@@ -1,5 +1,7 @@
 // One of the two translation units that include libtorch (~11 s and 1.1 GB each to compile; the
-// other is explainers_torch.cpp): the GraphConv classifier, its training and GNNExplainer.
+// other is explainers_torch.cpp), both built into the module libmapfuse_torch.so
+// (torch_module.hpp): the GraphConv classifier, its training and GNNExplainer, and the module's
+// table.
 #include "engine/search/get/gnn/torch_model.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -18,6 +20,7 @@
 #include "engine/common/error.hpp"
 #include "engine/search/get/gnn/gnn.hpp"
 #include "engine/search/get/gnn/model_file.hpp"
+#include "engine/search/get/gnn/torch_module.hpp"
 
 namespace mapfuse::get::gnn {
 
@@ -136,10 +139,15 @@ torch::Tensor Classifier::Impl::readout(const Batch& b, const torch::Tensor& h) 
   return torch::zeros({b.graphs, h.size(1)}).index_add(0, b.graph, h);
 }
 
-Classifier::Classifier() : impl_(std::make_unique<Impl>()) { one_thread(); }
-Classifier::~Classifier() = default;
-Classifier::Classifier(Classifier&&) noexcept = default;
-Classifier& Classifier::operator=(Classifier&&) noexcept = default;
+namespace {
+Classifier::Impl* new_classifier() {
+  one_thread();
+  return new Classifier::Impl();
+}
+void delete_classifier(Classifier::Impl* p) { delete p; }
+}  // namespace
+
+Classifier::Classifier() : impl_(new_classifier(), &delete_classifier) {}
 
 FusionScheme Classifier::scheme() const { return impl_->scheme; }
 ClassifierShape Classifier::shape() const { return impl_->shape; }
@@ -364,3 +372,31 @@ std::unique_ptr<Explainer> make_gnn_explainer(std::shared_ptr<const Classifier> 
 }
 
 }  // namespace mapfuse::get::gnn
+
+// The module's table: this module's own definitions (-Bsymbolic binds these addresses to them, not
+// to the binary's forwarders of the same names).
+extern "C" __attribute__((visibility("default"))) const mapfuse::get::gnn::TorchModule* mapfuse_torch_module() {
+  using namespace mapfuse::get::gnn;
+  static const TorchModule m = [] {
+    TorchModule t;
+    t.abi = kTorchModuleAbi;
+    t.size = sizeof(TorchModule);
+    t.classifier_new = &new_classifier;
+    t.classifier_delete = &delete_classifier;
+    t.classifier_load = &Classifier::load;
+    t.classifier_shipped = &Classifier::shipped;
+    t.classifier_parse = &Classifier::parse;
+    t.classifier_save = &Classifier::save;
+    t.classifier_scheme = &Classifier::scheme;
+    t.classifier_shape = &Classifier::shape;
+    t.classifier_predict = &Classifier::predict;
+    t.classifier_evaluate = &Classifier::evaluate;
+    t.classifier_parameters = &Classifier::parameters;
+    t.classifier_fingerprint = &Classifier::fingerprint;
+    t.train_classifier = &train_classifier;
+    t.make_gnn_explainer = &make_gnn_explainer;
+    fill_explainer_entries(t);
+    return t;
+  }();
+  return &m;
+}

@@ -12,6 +12,10 @@
 
 namespace mapfuse::get::gnn {
 
+struct TorchModule;
+// Fills the table's ExplainerModel entries (explainers_torch.cpp); gnn_torch.cpp fills the rest.
+void fill_explainer_entries(TorchModule& t);
+
 // One torch thread per process (MPI ranks and OpenMP workers must not oversubscribe).
 inline void one_thread() {
   static const bool done = [] {
