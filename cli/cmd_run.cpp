@@ -7,10 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/study_units.hpp"
@@ -42,6 +45,7 @@ Command add_run_command(CLI::App& app) {
   struct Options {
     std::string study, output, slice, tile_cache;
     int threads = 0;
+    double cache_every = 60;
     bool quiet = false, recompute_stale = false;
   };
   auto o = std::make_shared<Options>();
@@ -56,6 +60,11 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--tile-cache", o->tile_cache,
                   "schedule studies: the tile-cost cache file (default: <output>.tilecache; none: no file), "
                   "loaded at the start and kept up to date by rank 0 (docs/studies.md, \"Tile-cost cache\")");
+  cmd->add_option("--tile-cache-every", o->cache_every,
+                  "schedule studies, one rank: also save the tile-cost cache every S seconds while units run, when "
+                  "it has new entries (a killed run keeps the per-tile searches of its unfinished units)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--recompute-stale", o->recompute_stale,
                 "resume a journal some of whose results another mapfuse version or cost model computed: "
                 "compute those units again (their new results replace the old ones)");
@@ -164,9 +173,11 @@ Command add_run_command(CLI::App& app) {
               fmt::print(stderr, "\r{} / {} units  {:.1f}/s  ETA {:.0f} s   ", done, n, rate, rate > 0 ? (n - done) / rate : 0.0);
               if (done == n) fmt::print(stderr, "\n");
             };
+            std::mutex save_mutex;  // the sink's saves and the checkpoints' write the same file
             auto sink = [&](UnitResult r) {
               if (!r.side_data.empty()) {
                 file_cache.add_lines(r.side_data, "the entries of unit '" + r.label + "'");
+                std::lock_guard lock(save_mutex);
                 save_tile_cost_cache(cache_path, file_cache);
                 r.side_data.clear();
               }
@@ -174,8 +185,33 @@ Command add_run_command(CLI::App& app) {
               journal->append(r);
               results.push_back(std::move(r));
             };
+            // One rank: the cache is also saved while units run (map_tile_costs inserts each search
+            // as it ends), so a unit killed after an hour of per-tile searches keeps them. Over MPI
+            // the workers' entries reach rank 0 with their results only.
+            std::jthread checkpoint;
+            if (!cache_path.empty() && !g_mpi)
+              checkpoint = std::jthread([&](std::stop_token stop_token) {
+                std::mutex m;
+                std::condition_variable_any cv;
+                size_t saved = tile_cache.size();
+                const auto every = std::chrono::duration<double>(o->cache_every);
+                while (true) {
+                  std::unique_lock lock(m);
+                  if (cv.wait_for(lock, stop_token, every, [] { return false; }) || stop_token.stop_requested()) return;
+                  if (const size_t now = tile_cache.size(); now != saved) {
+                    std::lock_guard save(save_mutex);
+                    try {
+                      save_tile_cost_cache(cache_path, tile_cache);
+                      saved = now;
+                    } catch (const std::exception& e) {  // the units go on; the sink's save reports again
+                      fmt::print(stderr, "warning: {}\n", e.what());
+                    }
+                  }
+                }
+              });
             const RunReport report = g_mpi ? run_mpi(units, compute, sink, opts)
                                            : run_local(units, compute, sink, opts);
+            if (checkpoint.joinable()) checkpoint.request_stop(), checkpoint.join();
             if (!master) return 0;
             // Entries of a unit that failed after mapping some (its result carried none): kept too.
             if (!cache_path.empty() && !g_mpi && !tile_cache.take_fresh().empty()) save_tile_cost_cache(cache_path, tile_cache);

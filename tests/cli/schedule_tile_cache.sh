@@ -6,7 +6,8 @@
 # counters aside) and schedules in all four study files; the cold runs' cache files are the same
 # bytes; a warm run maps nothing; WACO's phases and the renamed system hit the cache even cold. A
 # cache of another mapper version is replaced with a warning; a corrupt one exits 2 naming the
-# file and line; `mapfuse schedule --tile-cache` finds everything on its second run.
+# file and line; `mapfuse schedule --tile-cache` finds everything on its second run. A run killed
+# during a unit keeps the per-tile searches that unit finished (--tile-cache-every).
 set -eu
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
 bin="$1"
@@ -112,5 +113,42 @@ ta, tb = a["tile_costs"], b["tile_costs"]
 assert ta["cache_misses"] > 0 and ta["cache_hits"] == 0, ta
 assert tb["cache_misses"] == 0 and tb["cache_hits"] == ta["cache_misses"] and tb["mapper_calls"] == 0, tb
 assert (a["latency_cc"], a["energy_pj"], a["allocation"]) == (b["latency_cc"], b["energy_pj"], b["allocation"])
+PY
+# Saved while a unit runs (--tile-cache-every): MobileNetV2 layer by layer (~50 mapping problems,
+# ~2 s) killed as soon as the file holds an entry keeps the searches it finished; the resumed run
+# finds them and ends with the same file as an uninterrupted run.
+cat >"$tmp/long.toml" <<TOML
+name = "long"
+[[schedule]]
+workloads = ["$data/zigzag/head_3d12a96e/workload/mobilenetv2.onnx"]
+architectures = ["tpu_like_quad_core"]
+allocation = "greedy"
+modes = ["lbl"]
+TOML
+mkdir -p "$tmp/whole" "$tmp/killed"
+"$bin" run "$tmp/long.toml" --output "$tmp/whole/l.h5" --threads 1 --quiet >/dev/null
+OMP_NUM_THREADS=1 "$bin" run "$tmp/long.toml" --output "$tmp/killed/l.h5" --threads 1 --quiet --tile-cache-every 0.1 \
+  >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  [ -f "$tmp/killed/l.h5.tilecache" ] && [ "$(wc -l <"$tmp/killed/l.h5.tilecache")" -ge 2 ] && break
+  sleep 0.05
+done
+kill -9 $pid
+wait $pid 2>/dev/null || true
+kept=0
+[ -f "$tmp/killed/l.h5.tilecache" ] && kept=$(($(wc -l <"$tmp/killed/l.h5.tilecache") - 1))
+whole=$(($(wc -l <"$tmp/whole/l.h5.tilecache") - 1))
+if grep -q '"status":"done"' "$tmp/killed/l.h5.journal" 2>/dev/null; then
+  echo "the unit finished before the kill: nothing to check"; fail=1
+fi
+[ "$kept" -ge 1 ] && [ "$kept" -lt "$whole" ] || { echo "kept $kept of $whole entries"; fail=1; }
+"$bin" run "$tmp/long.toml" --output "$tmp/killed/l.h5" --threads 1 --quiet >/dev/null
+cmp "$tmp/whole/l.h5.tilecache" "$tmp/killed/l.h5.tilecache" || fail=1
+/usr/bin/python3 - "$tmp/killed/l.h5" "$kept" <<'PY' || fail=1
+import h5py, sys
+f = h5py.File(sys.argv[1])
+m = {x["name"].decode(): float(x["value"]) for x in f["metrics"][...]}
+assert m["tile_cost_cache_hits"] == int(sys.argv[2]) and m["tile_cost_cache_misses"] > 0, m
 PY
 exit $fail

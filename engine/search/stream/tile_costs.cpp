@@ -467,16 +467,15 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
       results[static_cast<size_t>(p)] =
           map_one(ct_einsum(w, tiles, t), a.cores[static_cast<size_t>(core_of_tile[static_cast<size_t>(t)])],
                   problem_off[static_cast<size_t>(p)], opt, what[static_cast<size_t>(k)]);
+      // Inserted as each search ends (the cache locks), so that a run saving the cache while a
+      // long unit runs (mapfuse run) keeps the searches finished before a kill or an error.
+      if (cache) cache->insert(cache_key[static_cast<size_t>(p)], results[static_cast<size_t>(p)].cost);
     } catch (...) {
       errors[static_cast<size_t>(p)] = std::current_exception();
     }
   }
   for (const auto& err : errors)
     if (err) std::rethrow_exception(err);
-  // Inserted after the loop, in problem order: the loop's threads never write the cache.
-  if (cache)
-    for (int p = 0; p < P; ++p)
-      if (!hit[static_cast<size_t>(p)]) cache->insert(cache_key[static_cast<size_t>(p)], results[static_cast<size_t>(p)].cost);
   // Per key, the problem's cost with the key's own footprints (its boxes).
   std::vector<TileCost> by_key(static_cast<size_t>(K));
   for (int k = 0; k < K; ++k) {
