@@ -129,11 +129,17 @@ bool TileSearch::fits(const LevelChoice* chosen, int l) const {
     ext[r] = 1;
     for (int i = 0; i <= l; ++i) ext[r] *= chosen[i].t[r] * chosen[i].x[r] * chosen[i].y[r];
   }
+  // The plan's flat projections, not the Einsum's nested vectors: this runs for every choice.
   int64_t words = 0;
   for (int t = 0; t < T; ++t) {
     if (!(chosen[l].keep >> t & 1)) continue;
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     int64_t v = 1;
-    for (const auto& dim : e_.tensors[t].dims) v *= Einsum::dim_extent(dim, ext);
+    for (int d = 0; d < pt.n_dims; ++d) {
+      int64_t e = 1;
+      for (int i = 0; i < pt.dims[d].n_terms; ++i) e += pt.dims[d].terms[i].coeff * (ext[pt.dims[d].terms[i].rank] - 1);
+      v *= e;
+    }
     words += v;
   }
   return words * lv.multiple_buffering <= lv.entries;
