@@ -195,9 +195,9 @@ Command add_run_command(CLI::App& app) {
                 std::condition_variable_any cv;
                 size_t saved = tile_cache.size();
                 const auto every = std::chrono::duration<double>(o->cache_every);
-                while (true) {
-                  std::unique_lock lock(m);
-                  if (cv.wait_for(lock, stop_token, every, [] { return false; }) || stop_token.stop_requested()) return;
+                std::unique_lock lock(m);
+                // Wakes every `every`, or at once when the run ends (stop requested).
+                while (!cv.wait_for(lock, stop_token, every, [] { return false; }) && !stop_token.stop_requested()) {
                   if (const size_t now = tile_cache.size(); now != saved) {
                     std::lock_guard save(save_mutex);
                     try {

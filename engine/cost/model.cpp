@@ -19,14 +19,6 @@ inline bool equal(const DimVec& a, const DimVec& b) {
   return eq;
 }
 
-inline int64_t dim_extent(const PlanDim& d, const int64_t* ext) {
-  // Most dimensions have one term; the branch is the same for every evaluation of a plan.
-  int64_t e = 1 + d.terms[0].coeff * (ext[d.terms[0].rank] - 1);
-  if (d.n_terms > 1)
-    for (int k = 1; k < kMaxTerms; ++k) e += d.terms[k].coeff * (ext[d.terms[k].rank] - 1);
-  return e;
-}
-
 // Per-evaluation quantities derived from the factors.
 struct Work {
   int64_t stride[kMaxLoops];                    // extent of loop i's rank over the loops inside it

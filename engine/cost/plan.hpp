@@ -26,6 +26,16 @@ struct PlanDim {
   std::array<PlanTerm, kMaxTerms> terms{};
 };
 
+// A dimension's extent for the given per-rank extents (1 + sum coeff * (extent - 1)). `ext` must
+// have the pad slot: ext[kPadRank] == 1, so that the loop over terms has a constant trip count.
+inline int64_t dim_extent(const PlanDim& d, const int64_t* ext) {
+  // Most dimensions have one term; the branch is the same for every evaluation of a plan.
+  int64_t e = 1 + d.terms[0].coeff * (ext[d.terms[0].rank] - 1);
+  if (d.n_terms > 1)
+    for (int k = 1; k < kMaxTerms; ++k) e += d.terms[k].coeff * (ext[d.terms[k].rank] - 1);
+  return e;
+}
+
 struct PlanTensor {
   TensorRole role = TensorRole::Input;
   int8_t n_dims = 0;

@@ -42,7 +42,8 @@ class TileCostCache {
   TileCostCache& operator=(const TileCostCache&) = delete;
 
   // Thread-safe (a shared lock for lookups, an exclusive one for inserts): map_tile_costs looks
-  // up before its OpenMP loop and inserts after it, and a study's units run on several threads.
+  // up before its OpenMP loop and inserts each search as it ends, from the loop's threads, and a
+  // study's units run on several threads.
   std::optional<TileCost> find(const std::string& key) const;
   // Keeps the first value of a key (two units that missed the same key at once computed the same
   // value). Returns whether the key was new; a new key is also queued for take_fresh().
