@@ -266,6 +266,44 @@ void TileSearch::window_position_fills(int t, const double* cum, double instance
   each = mine > 1 ? tile + (mine - 1) * least_new : tile;
 }
 
+double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSummary* sums, int k, int l, int t,
+                                     const double* cum, double above_l) const {
+  // The innermost loop above k over a rank t indexes moves the tile at each of its steps (only
+  // its wraps may land where the tile was). It sits at the lowest level j above k with a temporal
+  // factor over t's ranks, and is one of those ranks (j's loops over other ranks may sit inside
+  // it). Its steps are its iterations times those of the loops outside it, less a wrap each
+  // round: N (f - 1) / f, with N at least the product of j's factors over t's ranks, every
+  // temporal factor above j, and the iterations left above l. A step of rank r by its tile extent
+  // shifts r's one dimension d by coeff x extent, which brings min(shift, E_d) x the other
+  // extents new values. Per instance of k, the least over the ranks that may be innermost.
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  int j = k + 1;
+  double relevant = 1;
+  for (; j <= l; ++j) {
+    relevant = 1;
+    for (int r = 0; r < R; ++r)
+      if (pt.relevant_ranks >> r & 1) relevant *= static_cast<double>(chosen[j].t[r]);
+    if (relevant > 1) break;
+  }
+  double extent[kMaxTensorDims], tile = 1;
+  for (int d = 0; d < pt.n_dims; ++d) tile *= extent[d] = window_extent(pt.dims[d], cum);
+  if (j > l) return tile;
+  double outer = above_l;
+  for (int i = j + 1; i <= l; ++i) outer *= static_cast<double>(sums[i].temporal);
+  const double n = relevant * outer;
+  double least = -1;
+  for (int r = 0; r < R; ++r) {
+    const int64_t f = chosen[j].t[r];
+    if (f <= 1 || !(pt.relevant_ranks >> r & 1)) continue;
+    const int d = pt.rank_dim[r][0];
+    const double shift = static_cast<double>(pt.rank_coeff[r][0]) * cum[r];
+    const double fresh = tile / extent[d] * std::min(shift, extent[d]);
+    const double moves = n / static_cast<double>(f) * static_cast<double>(f - 1) * fresh;
+    if (least < 0 || moves < least) least = moves;
+  }
+  return tile + std::max(0.0, least);
+}
+
 void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                                double& energy_lb, double& cycles_lb, bool open_keep, bool open_temporal) const {
   LevelSummary sums[kMaxLevels];
@@ -408,7 +446,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       if ((window_disjoint_ >> t & 1) && !(open_temporal && k == l)) {
         double total = 0, mine = 0;
         window_position_fills(t, cum[k], inst[k], total, mine);
-        each = std::max(each, mine);
+        each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, cum[k], above_l)});
         fills = std::max({fills, total, each * inst_least[k]});
       }
       // The parent reads each fill of every instance once per group of instances that share it:
