@@ -23,7 +23,7 @@ Command add_map_command(CLI::App& app) {
     std::string arch = "gemmini_default", workload, layer, objective = "edp", constraints;
     ZooParams zoo;
     int64_t max_mappings = 200'000'000;
-    bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false;
+    bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false, energy_tiebreak = false;
     double upper_bound = std::numeric_limits<double>::infinity();
   };
   auto o = std::make_shared<Options>();
@@ -43,6 +43,8 @@ Command add_map_command(CLI::App& app) {
                 "branch and bound: extend choices in enumeration order instead of best bound first (for comparison)");
   cmd->add_option("--upper-bound", o->upper_bound,
                   "branch and bound: an objective value some mapping is known to reach (cuts from the start)");
+  cmd->add_flag("--energy-tiebreak", o->energy_tiebreak,
+                "with --objective cycles: among the fastest mappings, the least energy (Stream's per-tile criterion)");
   cmd->add_flag("--every-layer", o->every_layer,
                 "search a layer again even when it poses an earlier layer's problem (same ranks, tensors, mapspace)");
   cmd->add_flag("--json", o->json, "print one JSON object: per layer the optimum and the search's counts");
@@ -50,6 +52,9 @@ Command add_map_command(CLI::App& app) {
             const Core core = load_architecture(o->arch).cores.at(0);
             const Workload w = load_workload(o->workload, o->zoo);
             const Objective objective = objective_from_string(o->objective);
+            if (o->energy_tiebreak && objective != Objective::Cycles)
+              throw InputError({}, "--energy-tiebreak", "breaks ties on cycles; it needs --objective cycles, not '" +
+                                                            o->objective + "'");
             const std::vector<ConstraintSpec> constraints =
                 o->constraints.empty() ? std::vector<ConstraintSpec>{} : load_constraints(o->constraints);
             std::vector<int> layers;
@@ -90,6 +95,7 @@ Command add_map_command(CLI::App& app) {
                 opt.front = o->pareto || o->no_bound;
                 opt.best_first = !o->depth_first;
                 opt.upper_bound = o->upper_bound;
+                opt.energy_tiebreak = o->energy_tiebreak;
                 MapperResult found = exhaustive_search(e, core, space, opt);
                 solved.push_back({i, std::move(space), std::move(found)});
               }

@@ -43,3 +43,23 @@ set +e
 rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q "did you mean 'edp'" "$tmp/err"
+# --energy-tiebreak (Stream's per-tile criterion): the fewest cycles, then the least energy. Here
+# several mappings reach the fewest cycles; the tie-break must give the front's fastest point, and
+# plain `cycles` one no cheaper.
+"$bin" map --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --objective cycles --pareto >"$tmp/front"
+"$bin" map --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --objective cycles --json >"$tmp/plain.json"
+"$bin" map --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --objective cycles --energy-tiebreak --json >"$tmp/tie.json"
+/usr/bin/python3 - "$tmp/front" "$tmp/plain.json" "$tmp/tie.json" <<'PY'
+import json, re, sys
+front = [(float(c), float(e)) for e, c in re.findall(r"^  pareto  energy (\S+) pJ  cycles (\S+)", open(sys.argv[1]).read(), re.M)]
+fastest = min(front)
+plain, tie = (json.load(open(f))["layers"][0] for f in sys.argv[2:4])
+assert tie["cycles"] == fastest[0] and abs(tie["energy_pj"] - fastest[1]) <= 1e-6 * fastest[1], (tie, fastest)
+assert plain["cycles"] == tie["cycles"] and plain["energy_pj"] > tie["energy_pj"], (plain, tie)
+print("1 passed, 0 failed")
+PY
+set +e
+"$bin" map --arch "$fixtures/two_level.toml" --workload "$fixtures/mm.toml" --objective energy --energy-tiebreak 2>"$tmp/err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q -- "--energy-tiebreak.*needs --objective cycles" "$tmp/err"
