@@ -267,15 +267,22 @@ void TileSearch::window_position_fills(int t, const double* cum, double instance
 }
 
 double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSummary* sums, int k, int l, int t,
-                                     const double* cum, double above_l) const {
-  // The innermost loop above k over a rank t indexes moves the tile at each of its steps (only
-  // its wraps may land where the tile was). It sits at the lowest level j above k with a temporal
-  // factor over t's ranks, and is one of those ranks (j's loops over other ranks may sit inside
-  // it). Its steps are its iterations times those of the loops outside it, less a wrap each
-  // round: N (f - 1) / f, with N at least the product of j's factors over t's ranks, every
-  // temporal factor above j, and the iterations left above l. A step of rank r by its tile extent
-  // shifts r's one dimension d by coeff x extent, which brings min(shift, E_d) x the other
-  // extents new values. Per instance of k, the least over the ranks that may be innermost.
+                                     const double* cum, double above_l,
+                                     const std::array<int64_t, kMaxRanks>& rest) const {
+  // The innermost loop above k over a rank t indexes (rho, factor f) sits at the lowest level j
+  // above k with a temporal factor over t's ranks, and is one of those ranks (j's loops over other
+  // ranks may sit inside it). With N the iterations of the loops from rho outwards (at least j's
+  // factors over t's ranks, every temporal factor above j and the iterations left above l), rho
+  // steps N (f - 1) / f times and wraps N / f - 1 times.
+  // - A step shifts rho's one dimension d by coeff x its tile extent s: min(s, E_d) x the other
+  //   extents new values.
+  // - At a wrap, every loop inside the one that steps (sigma) goes back to its start: d moves back
+  //   by at least (f - 1) s, unless sigma is over a rank of d itself. Such wraps are at most sigma's
+  //   steps: (N / f)(f_sigma - 1) / f_sigma for a loop of j, N / (j's factors) for all those above j.
+  //   The others bring at least the backward shift's values. (Adding what sigma's own dimension
+  //   brings, where nothing can move it back, cut 1-12 % more leaves on the depthwise fixtures, and
+  //   no test case could tell it from this: left out.)
+  // Per instance of k; the least over the ranks that may be rho.
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   int j = k + 1;
   double relevant = 1;
@@ -291,15 +298,35 @@ double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSumma
   double outer = above_l;
   for (int i = j + 1; i <= l; ++i) outer *= static_cast<double>(sums[i].temporal);
   const double n = relevant * outer;
+  // Ranks with a temporal loop above j (chosen, or what is left above l), and per dimension of t
+  // whether some rank of it may have one. (Every coefficient is positive, window_disjoint_: the
+  // wraps of a dimension's loops all move it back.)
+  uint32_t above = 0;
+  for (int r = 0; r < R; ++r) {
+    if (rest[r] > 1) above |= 1u << r;
+    for (int i = j + 1; i <= l; ++i)
+      if (chosen[i].t[r] > 1) above |= 1u << r;
+  }
+  bool dim_up[kMaxTensorDims];
+  for (int d = 0; d < pt.n_dims; ++d) {
+    dim_up[d] = false;
+    for (int i = 0; i < pt.dims[d].n_terms; ++i)
+      if (pt.dims[d].terms[i].coeff != 0) dim_up[d] = dim_up[d] || (above >> pt.dims[d].terms[i].rank & 1);
+  }
   double least = -1;
   for (int r = 0; r < R; ++r) {
     const int64_t f = chosen[j].t[r];
     if (f <= 1 || !(pt.relevant_ranks >> r & 1)) continue;
     const int d = pt.rank_dim[r][0];
-    const double shift = static_cast<double>(pt.rank_coeff[r][0]) * cum[r];
-    const double fresh = tile / extent[d] * std::min(shift, extent[d]);
-    const double moves = n / static_cast<double>(f) * static_cast<double>(f - 1) * fresh;
-    if (least < 0 || moves < least) least = moves;
+    const double E = extent[d];
+    const double s = static_cast<double>(pt.rank_coeff[r][0]) * cum[r];
+    const double fd = static_cast<double>(f);
+    double same = dim_up[d] ? n / relevant : 0;
+    for (int q = 0; q < R; ++q)
+      if (q != r && chosen[j].t[q] > 1 && (pt.relevant_ranks >> q & 1) && pt.rank_dim[q][0] == d)
+        same += n / fd * static_cast<double>(chosen[j].t[q] - 1) / static_cast<double>(chosen[j].t[q]);
+    const double fills = tile / E * (n / fd * (fd - 1) * std::min(s, E) + std::max(0.0, n / fd - 1 - same) * std::min((fd - 1) * s, E));
+    if (least < 0 || fills < least) least = fills;
   }
   return tile + std::max(0.0, least);
 }
@@ -446,7 +473,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       if ((window_disjoint_ >> t & 1) && !(open_temporal && k == l)) {
         double total = 0, mine = 0;
         window_position_fills(t, cum[k], inst[k], total, mine);
-        each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, cum[k], above_l)});
+        each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, cum[k], above_l, rest)});
         fills = std::max({fills, total, each * inst_least[k]});
       }
       // The parent reads each fill of every instance once per group of instances that share it:

@@ -290,10 +290,10 @@ class TileSearch {
   // with at most `instances` of them.
   void window_position_fills(int t, const double* cum, double instances, double& total, double& each) const;
   // Fills per instance of a window tensor's tile at level k (per-rank extents `cum`), at least, from
-  // the steps of the innermost loop above k over one of its ranks (levels up to l chosen, at least
-  // `above_l` temporal iterations above them).
+  // the steps and wraps of the innermost loop above k over one of its ranks (levels up to l chosen,
+  // `rest` left of every rank above them, at least `above_l` temporal iterations).
   double window_step_fills(const LevelChoice* chosen, const LevelSummary* sums, int k, int l, int t, const double* cum,
-                           double above_l) const;
+                           double above_l, const std::array<int64_t, kMaxRanks>& rest) const;
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
