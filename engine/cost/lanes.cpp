@@ -8,6 +8,7 @@ namespace {
 
 constexpr int K = kLanes;
 constexpr double kExactLimit = 4503599627370496.0;  // 2^52
+constexpr int kScalarBelow = 4;  // batches of at most this many lanes go through the scalar model
 
 // Lane vectors are plain double arrays; masks are 0.0 / 1.0 so every per-lane step is
 // branch-free and vectorises.
@@ -337,7 +338,11 @@ void run_lanes(const EvalPlan& p, const NestStructure& s, const LaneFactors& fi,
 
 void evaluate_lanes(const EvalPlan& plan, const NestStructure& s, const LaneFactors& factors,
                     int count, CompactCost* out) {
-  bool simple = s.structural != Invalid::LevelCount;
+  // The lane kernel always computes all kLanes lanes. A branch-and-bound search flushes most
+  // buckets with one or two choices (seven-level cores: nearly every choice has its own support),
+  // and then the scalar model is cheaper: one 16-lane call costs about as much as 6-13 scalar
+  // evaluations (bench_cost: Lanes vs Structure). Both give the same bits (test_batch).
+  bool simple = s.structural != Invalid::LevelCount && count > kScalarBelow;
   for (int q = 0; q < s.n_pairs; ++q) simple &= s.pairs[q].between_simple;
   unsigned redo = 0;
   if (simple) {
