@@ -267,22 +267,26 @@ void TileSearch::window_position_fills(int t, const double* cum, double instance
 }
 
 double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSummary* sums, int k, int l, int t,
-                                     const double* cum, double above_l,
+                                     const double (*cums)[kMaxRanks], double above_l,
                                      const std::array<int64_t, kMaxRanks>& rest) const {
+  // The model's refills are Timeloop's (model.cpp, "Refills"): a step of a loop moves every loop
+  // inside it back by one step, and the tile moves by T = its step - the steps of the loops inside
+  // it. A move whose T equals that of the innermost loop (T_in) fetches what the shifted tile does
+  // not hold; every other move fetches the whole tile.
   // The innermost loop above k over a rank t indexes (rho, factor f) sits at the lowest level j
   // above k with a temporal factor over t's ranks, and is one of those ranks (j's loops over other
-  // ranks may sit inside it). With N the iterations of the loops from rho outwards (at least j's
-  // factors over t's ranks, every temporal factor above j and the iterations left above l), rho
-  // steps N (f - 1) / f times and wraps N / f - 1 times.
-  // - A step shifts rho's one dimension d by coeff x its tile extent s: min(s, E_d) x the other
-  //   extents new values.
-  // - At a wrap, every loop inside the one that steps (sigma) goes back to its start: d moves back
-  //   by at least (f - 1) s, unless sigma is over a rank of d itself. Such wraps are at most sigma's
-  //   steps: (N / f)(f_sigma - 1) / f_sigma for a loop of j, N / (j's factors) for all those above j.
-  //   The others bring at least the backward shift's values. (Adding what sigma's own dimension
-  //   brings, where nothing can move it back, cut 1-12 % more leaves on the depthwise fixtures, and
-  //   no test case could tell it from this: left out.)
+  // ranks may sit inside it; T_in is then rho's or 0). With N the iterations of the loops from rho
+  // outwards (at least j's factors over t's ranks, every temporal factor above j and the
+  // iterations left above l), rho steps N (f - 1) / f times and the others step N / f - 1 times.
+  // - A step of rho moves its one dimension d by coeff x its tile extent s: min(s, E_d) x the other
+  //   extents new values at least.
+  // - A step of a loop sigma not over a rank of d moves d back by rho's step at least (the
+  //   coefficients are positive, window_disjoint_): T differs from T_in in d, so the whole tile is
+  //   fetched. Those over a rank of d may reach T_in; they are at most their steps: (N / f)
+  //   (g - 1) / g for a loop of j (factor g), and for a loop of a level m above j N / (the
+  //   iterations of the levels j..m-1, inside it) x (g - 1) / g; above l, N / (those of j..l).
   // Per instance of k; the least over the ranks that may be rho.
+  const double* cum = cums[k];
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   int j = k + 1;
   double relevant = 1;
@@ -298,34 +302,35 @@ double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSumma
   double outer = above_l;
   for (int i = j + 1; i <= l; ++i) outer *= static_cast<double>(sums[i].temporal);
   const double n = relevant * outer;
-  // Ranks with a temporal loop above j (chosen, or what is left above l), and per dimension of t
-  // whether some rank of it may have one. (Every coefficient is positive, window_disjoint_: the
-  // wraps of a dimension's loops all move it back.)
-  uint32_t above = 0;
-  for (int r = 0; r < R; ++r) {
-    if (rest[r] > 1) above |= 1u << r;
-    for (int i = j + 1; i <= l; ++i)
-      if (chosen[i].t[r] > 1) above |= 1u << r;
+  // Per dimension of t, at most how many steps the loops above j over its ranks take.
+  double up[kMaxTensorDims];
+  std::fill_n(up, pt.n_dims, 0.0);
+  double inside = relevant;
+  for (int i = j + 1; i <= l; ++i) {
+    for (int q = 0; q < R; ++q)
+      if (chosen[i].t[q] > 1 && (pt.relevant_ranks >> q & 1))
+        up[pt.rank_dim[q][0]] += n / inside * static_cast<double>(chosen[i].t[q] - 1) / static_cast<double>(chosen[i].t[q]);
+    inside *= static_cast<double>(sums[i].temporal);
   }
-  bool dim_up[kMaxTensorDims];
-  for (int d = 0; d < pt.n_dims; ++d) {
-    dim_up[d] = false;
+  for (int d = 0; d < pt.n_dims; ++d)
     for (int i = 0; i < pt.dims[d].n_terms; ++i)
-      if (pt.dims[d].terms[i].coeff != 0) dim_up[d] = dim_up[d] || (above >> pt.dims[d].terms[i].rank & 1);
-  }
+      if (pt.dims[d].terms[i].coeff != 0 && rest[pt.dims[d].terms[i].rank] > 1) {
+        up[d] += n / inside;
+        break;
+      }
   double least = -1;
   for (int r = 0; r < R; ++r) {
     const int64_t f = chosen[j].t[r];
     if (f <= 1 || !(pt.relevant_ranks >> r & 1)) continue;
     const int d = pt.rank_dim[r][0];
     const double E = extent[d];
-    const double s = static_cast<double>(pt.rank_coeff[r][0]) * cum[r];
+    const double s = static_cast<double>(pt.rank_coeff[r][0]) * cums[j - 1][r];
     const double fd = static_cast<double>(f);
-    double same = dim_up[d] ? n / relevant : 0;
+    double same = up[d];
     for (int q = 0; q < R; ++q)
       if (q != r && chosen[j].t[q] > 1 && (pt.relevant_ranks >> q & 1) && pt.rank_dim[q][0] == d)
         same += n / fd * static_cast<double>(chosen[j].t[q] - 1) / static_cast<double>(chosen[j].t[q]);
-    const double fills = tile / E * (n / fd * (fd - 1) * std::min(s, E) + std::max(0.0, n / fd - 1 - same) * std::min((fd - 1) * s, E));
+    const double fills = tile / E * (n / fd * (fd - 1) * std::min(s, E)) + std::max(0.0, n / fd - 1 - same) * tile;
     if (least < 0 || fills < least) least = fills;
   }
   return tile + std::max(0.0, least);
@@ -473,7 +478,7 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       if ((window_disjoint_ >> t & 1) && !(open_temporal && k == l)) {
         double total = 0, mine = 0;
         window_position_fills(t, cum[k], inst[k], total, mine);
-        each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, cum[k], above_l, rest)});
+        each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, cum, above_l, rest)});
         fills = std::max({fills, total, each * inst_least[k]});
       }
       // The parent reads each fill of every instance once per group of instances that share it:

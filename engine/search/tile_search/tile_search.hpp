@@ -193,6 +193,16 @@ class TileSearch {
     std::array<double, kMaxTensors> distinct{};  // spatial factors over ranks that alone move a dimension
   };
   void summarize(const LevelChoice& ch, int m, LevelSummary& out) const;
+  // Whether tensor t has halos and every rank indexes one of its dimensions once, with a positive
+  // coefficient (a depthwise or strided conv's input): window_step_fills applies to it.
+  bool window_disjoint(int t) const { return window_disjoint_ >> t & 1; }
+  // Fills per instance of a window tensor's tile at level k, at least, from the steps and wraps of
+  // the innermost loop above k over one of its ranks: levels up to l chosen, `rest` left of every
+  // rank above them, at least `above_l` temporal iterations there; `cums[m]` the per-rank extents
+  // of level m's tile (all factors of levels 0..m), for m up to max(k, l - 1).
+  double window_step_fills(const LevelChoice* chosen, const LevelSummary* sums, int k, int l, int t,
+                           const double (*cums)[kMaxRanks], double above_l, const std::array<int64_t, kMaxRanks>& rest) const;
+
   void scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                      const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
                      bool open_keep = false, bool open_temporal = false) const;
@@ -289,11 +299,7 @@ class TileSearch {
   // order and wherever the factors above sit. `total`: over all instances; `each`: per instance,
   // with at most `instances` of them.
   void window_position_fills(int t, const double* cum, double instances, double& total, double& each) const;
-  // Fills per instance of a window tensor's tile at level k (per-rank extents `cum`), at least, from
-  // the steps and wraps of the innermost loop above k over one of its ranks (levels up to l chosen,
-  // `rest` left of every rank above them, at least `above_l` temporal iterations).
-  double window_step_fills(const LevelChoice* chosen, const LevelSummary* sums, int k, int l, int t, const double* cum,
-                           double above_l, const std::array<int64_t, kMaxRanks>& rest) const;
+
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
