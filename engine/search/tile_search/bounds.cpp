@@ -282,9 +282,11 @@ double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSumma
   //   extents new values at least.
   // - A step of a loop sigma not over a rank of d moves d back by rho's step at least (the
   //   coefficients are positive, window_disjoint_): T differs from T_in in d, so the whole tile is
-  //   fetched. Those over a rank of d may reach T_in; they are at most their steps: (N / f)
+  //   fetched. Those over a rank of d may reach T_in; they are left out at their most steps: (N / f)
   //   (g - 1) / g for a loop of j (factor g), and for a loop of a level m above j N / (the
-  //   iterations of the levels j..m-1, inside it) x (g - 1) / g; above l, N / (those of j..l).
+  //   iterations of the levels j..m-1, inside it) x (g - 1) / g; above l, N / (those of j..l). A
+  //   loop of j only if some subset of j's loops over d inside it brings its T to T_in exactly; a
+  //   loop above j only if no loop of j..m-1 moves another dimension.
   // Per instance of k; the least over the ranks that may be rho.
   const double* cum = cums[k];
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
@@ -302,22 +304,36 @@ double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSumma
   double outer = above_l;
   for (int i = j + 1; i <= l; ++i) outer *= static_cast<double>(sums[i].temporal);
   const double n = relevant * outer;
-  // Per dimension of t, at most how many steps the loops above j over its ranks take.
+  // Per dimension d of t, at most how many steps the loops above j over its ranks take that may
+  // reach T_in: none whose inner loops (all those of the levels j..m-1) move another dimension,
+  // which its T then has and T_in has not.
   double up[kMaxTensorDims];
   std::fill_n(up, pt.n_dims, 0.0);
+  uint32_t moved_dims = 0;  // dimensions with a loop at the levels from j to below the current one
+  auto add_dims = [&](int i) {
+    for (int q = 0; q < R; ++q)
+      if (chosen[i].t[q] > 1 && (pt.relevant_ranks >> q & 1)) moved_dims |= 1u << pt.rank_dim[q][0];
+  };
+  add_dims(j);
   double inside = relevant;
   for (int i = j + 1; i <= l; ++i) {
     for (int q = 0; q < R; ++q)
-      if (chosen[i].t[q] > 1 && (pt.relevant_ranks >> q & 1))
-        up[pt.rank_dim[q][0]] += n / inside * static_cast<double>(chosen[i].t[q] - 1) / static_cast<double>(chosen[i].t[q]);
+      if (chosen[i].t[q] > 1 && (pt.relevant_ranks >> q & 1)) {
+        const int d = pt.rank_dim[q][0];
+        if (moved_dims & ~(1u << d)) continue;
+        up[d] += n / inside * static_cast<double>(chosen[i].t[q] - 1) / static_cast<double>(chosen[i].t[q]);
+      }
+    add_dims(i);
     inside *= static_cast<double>(sums[i].temporal);
   }
-  for (int d = 0; d < pt.n_dims; ++d)
+  for (int d = 0; d < pt.n_dims; ++d) {
+    if (moved_dims & ~(1u << d)) continue;
     for (int i = 0; i < pt.dims[d].n_terms; ++i)
       if (pt.dims[d].terms[i].coeff != 0 && rest[pt.dims[d].terms[i].rank] > 1) {
         up[d] += n / inside;
         break;
       }
+  }
   double least = -1;
   for (int r = 0; r < R; ++r) {
     const int64_t f = chosen[j].t[r];
@@ -326,10 +342,28 @@ double TileSearch::window_step_fills(const LevelChoice* chosen, const LevelSumma
     const double E = extent[d];
     const double s = static_cast<double>(pt.rank_coeff[r][0]) * cums[j - 1][r];
     const double fd = static_cast<double>(f);
+    // A loop q of j over a rank of d has rho and maybe j's other loops over d inside it: its T in d
+    // is q's step - s - some of theirs (exact sums), T_in's is s or 0. Only if one such subset
+    // reaches T_in may its steps.
     double same = up[d];
+    double others[kMaxRanks];
+    int n_others = 0;
     for (int q = 0; q < R; ++q)
       if (q != r && chosen[j].t[q] > 1 && (pt.relevant_ranks >> q & 1) && pt.rank_dim[q][0] == d)
-        same += n / fd * static_cast<double>(chosen[j].t[q] - 1) / static_cast<double>(chosen[j].t[q]);
+        others[n_others++] = static_cast<double>(pt.rank_coeff[q][0]) * cums[j - 1][q];
+    for (int q = 0, o = 0; q < R; ++q) {
+      if (q == r || chosen[j].t[q] <= 1 || !(pt.relevant_ranks >> q & 1) || pt.rank_dim[q][0] != d) continue;
+      const double own = others[o++];
+      bool reaches = false;
+      for (uint32_t sub = 0; sub < (1u << n_others) && !reaches; ++sub) {
+        if (sub >> (o - 1) & 1) continue;  // q is not inside itself
+        double tr = own - s;
+        for (int x = 0; x < n_others; ++x)
+          if (sub >> x & 1) tr -= others[x];
+        reaches = tr == s || tr == 0;
+      }
+      if (reaches) same += n / fd * static_cast<double>(chosen[j].t[q] - 1) / static_cast<double>(chosen[j].t[q]);
+    }
     const double fills = tile / E * (n / fd * (fd - 1) * std::min(s, E)) + std::max(0.0, n / fd - 1 - same) * tile;
     if (least < 0 || fills < least) least = fills;
   }
