@@ -529,6 +529,60 @@ TEST_CASE("mapper: the window-step fills are at most the model's, and reach it")
   }
 }
 
+// The parent-above term of the energy bound (TileSearch::via_parent_energy: the next level above
+// the chosen ones keeping a tensor takes the chosen keeper's fills or drains; a level between is
+// then filled, and the top still accessed, once per value) against the model's energy of that
+// tensor above the chosen levels, given the model's own words at the parent: never above it, and
+// equal for some mappings (so a term raised by a part in a thousand fails this test).
+TEST_CASE("mapper: the parent-above energy is at most the model's, and reaches it") {
+  Core deep = small_core();
+  Level mid{.name = "Mid", .entries = 48, .shared_bandwidth = 2, .read_pj = 1, .write_pj = 1, .update_pj = 1};
+  deep.levels.insert(deep.levels.begin() + 1, mid);
+  deep.levels[2].fanout = {};
+  finalize(deep, "deep");
+  const std::vector<Einsum> cases = {make_matmul("mm", 4, 2, 4), make_conv("conv1d", {.K = 2, .C = 2, .P = 4, .R = 2}),
+                                     make_depthwise_conv("dw1d_s2", {.C = 2, .P = 4, .R = 3, .Wstride = 2}, "I", "W", "O")};
+  for (const Einsum& e : cases) {
+    TileSearchSpec spec;
+    spec.bound_scalar = true;
+    const TileSearch search(e, deep, {}, spec);
+    Brute b(e, deep, Objective::Edp);
+    const int L = static_cast<int>(b.c.levels.size()), T = static_cast<int>(e.tensors.size());
+    const int out = search.plan().output;
+    int64_t checked = 0, over = 0, equal = 0, between = 0;
+    b.on_mapping = [&](const CostResult& r) {
+      if (!r.valid()) return;
+      for (int l = 0; l < L - 1; ++l)
+        for (int t = 0; t < T; ++t) {
+          int k = l;  // the outermost chosen level keeping t
+          while (k >= 0 && !(b.keep[static_cast<size_t>(k)] >> t & 1)) --k;
+          if (k < 0) continue;
+          int p = l + 1;  // its parent
+          while (p < L - 1 && !(b.keep[static_cast<size_t>(p)] >> t & 1)) ++p;
+          const TensorAccesses& at_p = r.access[static_cast<size_t>(p)][static_cast<size_t>(t)];
+          const double words = static_cast<double>(t == out ? at_p.updates : at_p.reads);
+          double model = 0;  // t's energy at the levels above l
+          for (int m = l + 1; m < L; ++m) {
+            const TensorAccesses& a = r.access[static_cast<size_t>(m)][static_cast<size_t>(t)];
+            const PlanLevel& lv = search.plan().levels[static_cast<size_t>(m)];
+            model += static_cast<double>(a.reads) * lv.read_pj + static_cast<double>(a.fills) * lv.write_pj +
+                     static_cast<double>(a.updates) * lv.update_pj;
+          }
+          const double bound = search.via_parent_energy(l, t, words);
+          ++checked;
+          over += bound > model * (1 + 1e-12);
+          if (std::abs(bound - model) <= 1e-9 * model) ++equal, between += p < L - 1;
+        }
+    };
+    b.ranks(0);
+    MESSAGE(e.name << ": " << checked << " parent-above terms checked, " << equal << " equal to the model's ("
+                   << between << " with a parent between)");
+    CHECK(checked > 1000);
+    CHECK(over == 0);
+    CHECK(between > 0);
+  }
+}
+
 // The energy tie-break in one branch-and-bound search (Stream's "fewest cycles, then least
 // energy") against the whole front: the least energy among the fastest mappings, ties by text.
 TEST_CASE("mapper: branch and bound with the energy tie-break equals the front's fastest, least-energy mapping") {

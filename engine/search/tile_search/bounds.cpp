@@ -36,14 +36,36 @@ double window_extent(const PlanDim& dim, const double* cum) {
 
 }  // namespace
 
-double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const {
+double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t, double words,
+                                    bool from_l, bool compulsory) const {
   // A word a level m above l reads serves the instances of the fan-outs of levels l+1..m that
   // share it: spatial factors over ranks t does not index on axes that multicast t (the others
   // split t's values or its groups). Per axis at most its size and what is left of the ranks it
   // may spread; all together at most what is left of t's other ranks. Levels beyond the first one
   // that keeps t in every choice cannot be the innermost keeping it.
+  // Whichever level serves, the top (t's backing store) reads (updates) each of t's values at
+  // least once; a level between is besides filled with each value t's compute touches (an
+  // input's): so the least over the levels that may serve of the serving and those accesses, not
+  // only the larger of the cheapest serving and the top's (which left out the whole fill of the
+  // serving level: a tenth of the energy of FSRCNN's whole layers on Stream's Eyeriss cores).
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   const RoleMask role = role_bit(pt.role);
+  const bool out = t == plan_.output;
+  const bool top_backs = may_keep_at[L - 1] >> t & 1;
+  const double values = out ? static_cast<double>(pt.volume) : touched_[static_cast<size_t>(t)];
+  const double least = compulsory ? values * (out ? top_update_pj(t) : top_read_pj(t)) : 0;
+  // A window tensor's spatial loops above l over ranks of one dimension share values the
+  // multicast groups above do not count (s + q under S and Q), so where a fan-out lies between l
+  // and the serving level its serving is not bounded here, only the accesses of every value.
+  const bool window = window_tensors_ >> t & 1;
+  bool fanned = false;
+  auto cost = [&](int m, double pj) {
+    const double serving = window && fanned ? 0.0 : words * pj;
+    if (!compulsory) return serving;
+    if (m == L - 1) return std::max(serving, least);
+    if (!top_backs) return std::max(serving, least);  // another level may back t: no fill known
+    return serving + least + (out ? 0.0 : values * plan_.levels[static_cast<size_t>(m)].write_pj);
+  };
   auto left = [&](uint32_t ranks) {
     double n = 1;
     for (int r = 0; r < R; ++r)
@@ -53,14 +75,37 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   const uint32_t others = ~static_cast<uint32_t>(pt.relevant_ranks) & ((1u << R) - 1);
   const double most = left(others);
   double shared = 1, best = std::numeric_limits<double>::infinity();
+  if (from_l && (may_keep_at[l] >> t & 1)) best = cost(l, serve_pj[l][t]);
   for (int m = l + 1; m < L; ++m) {
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
     if (lv.multicast_x & role) shared *= std::min(static_cast<double>(lv.fanout_x), left(x_ok[m] & others));
     if (lv.multicast_y & role) shared *= std::min(static_cast<double>(lv.fanout_y), left(y_ok[m] & others));
-    if (may_keep_at[m] >> t & 1) best = std::min(best, serve_pj[m][t] / std::min(shared, most));
+    fanned = fanned || lv.fanout_x * lv.fanout_y > 1;
+    if (may_keep_at[m] >> t & 1) best = std::min(best, cost(m, serve_pj[m][t] / std::min(shared, most)));
     if (must_keep_at[m] >> t & 1) break;  // the innermost level keeping t is no further out
   }
   return best;
+}
+
+double TileSearch::via_parent_energy(int below, int t, double words) const {
+  // The next level above `below` keeping t takes `words` (reads of an input's fills, updates of
+  // the output's drains). If it is the top, at the top's price; if a level between, at its own,
+  // and that level is then filled with each touched value of an input and the top still reads
+  // (updates) each value once.
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  const bool out = t == plan_.output;
+  const double values = out ? static_cast<double>(pt.volume) : touched_[static_cast<size_t>(t)];
+  const double top_pj = out ? top_update_pj(t) : top_read_pj(t);
+  const bool top_backs = may_keep_at[L - 1] >> t & 1;
+  double best = std::numeric_limits<double>::infinity();
+  for (int m = below + 1; m < L; ++m) {
+    if (!(may_keep_at[m] >> t & 1)) continue;
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+    const double own = words * (out ? lv.update_pj : lv.read_pj);
+    best = std::min(best, m == L - 1 ? own : !top_backs ? own : own + values * top_pj + (out ? 0.0 : values * lv.write_pj));
+    if (must_keep_at[m] >> t & 1) break;
+  }
+  return std::isfinite(best) ? best : 0;
 }
 
 double TileSearch::spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const {
@@ -168,9 +213,8 @@ double TileSearch::output_drains(const LevelChoice* chosen, const LevelSummary* 
       wr[parent] += updates;
     } else {
       const double updates = std::max(volume, each * relevant_spread(sums, k + 1, l, t));
-      pj += updates * update_pj_above[kept_to][t];
       // As for inputs (scalar_bounds): the top takes every output value at least once.
-      pj += volume * std::max(0.0, top_update_pj(t) - update_pj_above[kept_to][t]);
+      pj += via_parent_energy(kept_to, t, updates);
       *up = updates;
     }
   }
@@ -455,17 +499,8 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
     double per_op = 1;  // groups / spatial factors of levels 0..last
     for (int k = 0; k <= last; ++k) per_op *= sums[k].per_op[t];
     const double words = ops * per_op;
-    double pj = m <= kept_to ? serve_pj[m][t] : serve_from_above(l, rest, t);
-    if (m > kept_to && open_keep && may_keep_at[l] >> t & 1) pj = std::min(pj, serve_pj[l][t]);
-    served += words * pj;
-    if (m > kept_to && top_open && !(spec_.onchip_backing >> t & 1)) {
-      // Served from above l at `pj` a word, whichever level serves. If the top does, it reads
-      // (updates) every touched value at least once at its own price; if a level between does,
-      // that level is filled from the top besides. Either way at least the larger of the two.
-      const double least = t == plan_.output ? static_cast<double>(pt.volume) * top_update_pj(t)
-                                             : touched_[static_cast<size_t>(t)] * top_read_pj(t);
-      served += std::max(0.0, least - words * pj);
-    }
+    if (m <= kept_to) served += words * serve_pj[m][t];
+    else served += serve_from_above(l, rest, t, words, open_keep, top_open && !(spec_.onchip_backing >> t & 1));
     if (m > kept_to) {
       // Served straight from above l: by the top itself, where no level between may keep it.
       // (`words` before the sharing of the fan-outs above l, at most all of them.)
@@ -522,17 +557,16 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       const double reads = parent <= kept_to
                                ? std::max(values, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent])
                                : std::max(values, each * relevant_spread(sums, k + 1, l, t));
-      moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj +
-               reads * (parent <= kept_to ? plan_.levels[static_cast<size_t>(parent)].read_pj : read_pj_above[kept_to][t]);
+      moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj;
       wr_each[k] += std::max(each, values / inst[k]);
-      if (parent <= kept_to) rd[parent] += reads;
-      else {
+      if (parent <= kept_to) {
+        moved += reads * plan_.levels[static_cast<size_t>(parent)].read_pj;
+        rd[parent] += reads;
+      } else {
         if (top_parent) top_words = std::max(top_words, reads);
-        // The reads above were priced at the cheapest level that may keep t. Whichever level
-        // that is, the top still reads each touched value at least once: if it is the parent, it
-        // reads at least those `reads` (>= values) at its own price; if a level between keeps t,
-        // that level is filled from above. Either way at least values x (top - cheapest) more.
-        moved += values * std::max(0.0, top_read_pj(t) - read_pj_above[kept_to][t]);
+        // Whichever level above is the parent, the top still reads each touched value at least
+        // once, and a parent between is filled with them (via_parent_energy).
+        moved += via_parent_energy(kept_to, t, reads);
       }
     }
     top_rd += top_words;

@@ -175,9 +175,16 @@ class TileSearch {
   // `open_keep`: what level l keeps is not chosen yet (chosen[l].keep is ignored; a tensor not
   // kept below l is served at l or above, whichever is cheaper). `open_temporal`: level l's
   // temporal factors are left to the levels above (chosen[l].t all 1), so its tile is not final.
-  // The least energy per word served to compute by a level above l that may keep tensor t, over
-  // the sharing the fan-outs of levels l+1.. allow it with `rest` left of every rank.
-  double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t) const;
+  // The least energy of serving compute `words` accesses of tensor t (before the sharing of the
+  // fan-outs above l) from a level above l that may keep it (or l itself, `from_l`), over the
+  // sharing the fan-outs of levels l+1.. allow with `rest` left of every rank; `compulsory`:
+  // with the top's access of each of t's values, and the fill of a serving level between.
+  double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t, double words, bool from_l,
+                          bool compulsory) const;
+  // The least energy of `words` accesses (an input's fill reads, the output's drain updates) at
+  // the next level above `below` keeping tensor t, with the top's access of each value and the
+  // fill of a level between.
+  double via_parent_energy(int below, int t, double words) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                      double& energy_lb, double& cycles_lb, bool open_keep = false, bool open_temporal = false) const;
   // What scalar_bounds needs of one level's factors, worked out once per choice: a search extends
