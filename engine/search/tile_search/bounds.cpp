@@ -14,15 +14,6 @@
 namespace mapfuse {
 namespace {
 
-// Whole cycles a level needs to read r and write w words per instance at its bandwidths, at least
-// (the model rounds its bandwidth time up; the bound gives way for sums made in another order).
-double bandwidth_cycles(const PlanLevel& lv, double r, double w) {
-  double time = 0;
-  if (lv.read_bw > 0) time = std::max(time, r / lv.read_bw);
-  if (lv.write_bw > 0) time = std::max(time, w / lv.write_bw);
-  if (lv.shared_bw > 0) time = std::max(time, (r + w) / lv.shared_bw);
-  return std::ceil(time * (1 - 1e-9));
-}
 
 // A window dimension's extent for a tile whose per-rank extents are `cum`: 1 + sum coeff * (extent
 // - 1), a box around the projections (exact for one term; for several, what the model counts).
@@ -35,6 +26,16 @@ double window_extent(const PlanDim& dim, const double* cum) {
 }
 
 }  // namespace
+
+double TileSearch::bandwidth_cycles(int l, double r, double w) const {
+  // Whole cycles level l needs to read r and write w words per instance at its bandwidths, at
+  // least: the model rounds its bandwidth time up, and the bound gives way (1e-9) for sums made in
+  // another order and for the reciprocals (a few ulps), which save three divisions per level of
+  // every bound.
+  const std::array<double, 3>& inv = inv_bw_[static_cast<size_t>(l)];
+  const double time = std::max({r * inv[0], w * inv[1], (r + w) * inv[2]});
+  return std::ceil(time * (1 - 1e-9));
+}
 
 double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t, double words,
                                     bool from_l, bool compulsory) const {
@@ -232,6 +233,22 @@ void TileSearch::summarize(const LevelChoice& ch, int m, LevelSummary& out) cons
       out.reducing *= static_cast<double>(ch.x[r] * ch.y[r]);
   }
   out.spatial = static_cast<double>(spatial);
+  if (spatial == 1) {
+    // No spatial factor (most levels): no groups, no distinct tiles; the temporal factors alone.
+    for (int t = 0; t < T; ++t) {
+      const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+      double own = 1, tile = 1;
+      for (int r = 0; r < R; ++r)
+        if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(ch.t[r]);
+      for (int d = 0; d < pt.n_dims; ++d)
+        if (const int r = pt.plain_rank[d]; r >= 0) tile *= static_cast<double>(ch.t[r]);
+      out.per_op[t] = 1;
+      out.own[t] = own;
+      out.tile[t] = tile;
+      out.distinct[t] = 1;
+    }
+    return;
+  }
   const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
   for (int t = 0; t < T; ++t) {
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
@@ -576,11 +593,11 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
   // A level whose words per instance need longer than the compute steps at its bandwidth sets the
   // latency (per instance: the totals over the most instances it can have).
   for (int m = 0; m <= kept_to; ++m)
-    cycles_lb = std::max(cycles_lb, bandwidth_cycles(plan_.levels[static_cast<size_t>(m)], rd[m] / inst[m],
+    cycles_lb = std::max(cycles_lb, bandwidth_cycles(m, rd[m] / inst[m],
                                                      wr[m] / inst[m] + wr_each[m]));
   if (top_open) {
     const double n = static_cast<double>(std::max<int64_t>(1, c_.levels[static_cast<size_t>(L - 1)].instances));
-    cycles_lb = std::max(cycles_lb, bandwidth_cycles(plan_.levels[static_cast<size_t>(L - 1)], top_rd / n, top_wr / n));
+    cycles_lb = std::max(cycles_lb, bandwidth_cycles(L - 1, top_rd / n, top_wr / n));
   }
 }
 
@@ -826,7 +843,7 @@ bool TileWorker::State::completion_bounds(int d, const std::array<int64_t, kMaxR
         // Latency is a whole number of cycles (compute steps, or a bandwidth time rounded up),
         // so each bound rounds up; the bandwidth times first give way for rounding (the model's
         // threshold, sums in another order).
-        auto time_of = [&](int l, double r, double w) { return bandwidth_cycles(p.levels[l], r, w); };
+        auto time_of = [&](int l, double r, double w) { return s->bandwidth_cycles(l, r, w); };
         double cycles = steps;
         for (int l = 0; l < L; ++l) cycles = std::max(cycles, time_of(l, rd[l], wr[l]));
         for (size_t k = 0; k < K; ++k) {

@@ -205,6 +205,9 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   if (spec.bound_scalar && (spec.backing_level >= 0 || spec.rest_tiles > 0))
     throw std::logic_error("TileSearch: branch and bound needs a single-Einsum search");
   for (int l = 0; l < L; ++l) {
+    const PlanLevel& lv = plan_.levels[static_cast<size_t>(l)];
+    inv_bw_[static_cast<size_t>(l)] = {lv.read_bw > 0 ? 1 / lv.read_bw : 0, lv.write_bw > 0 ? 1 / lv.write_bw : 0,
+                                       lv.shared_bw > 0 ? 1 / lv.shared_bw : 0};
     for (int t = 0; t < T; ++t)
       serve_pj[l][t] = t == plan_.output ? plan_.levels[l].update_pj : plan_.levels[l].read_pj;
     must_keep_at[l] = static_cast<TensorMask>(~TensorMask{0});

@@ -185,6 +185,8 @@ class TileSearch {
   // the next level above `below` keeping tensor t, with the top's access of each value and the
   // fill of a level between.
   double via_parent_energy(int below, int t, double words) const;
+  // Whole cycles level l needs to read r and write w words per instance, at least.
+  double bandwidth_cycles(int l, double r, double w) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
                      double& energy_lb, double& cycles_lb, bool open_keep = false, bool open_temporal = false) const;
   // What scalar_bounds needs of one level's factors, worked out once per choice: a search extends
@@ -308,6 +310,8 @@ class TileSearch {
   void window_position_fills(int t, const double* cum, double instances, double& total, double& each) const;
 
   std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
+  // Per level, 1 / its read, write and shared bandwidth (0 where it has none): bandwidth_cycles.
+  std::array<std::array<double, 3>, kMaxLevels> inv_bw_{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
   // the ranks its axes accept (each factor a divisor of what is left, each axis at most its
@@ -343,6 +347,9 @@ class TileSearch {
   void level_choices(int l, const std::array<int64_t, kMaxRanks>& remaining, std::vector<LevelChoice>& out,
                      const SpatialFilter* spatial_dead = nullptr) const;
   bool fits(const LevelChoice* chosen, int l) const;
+  // The same, with the per-rank extents of the levels below l given (`below`: the product of
+  // their factors), as a search extending one inner choice has them.
+  bool fits(const int64_t* below, const LevelChoice& ch, int l) const;
   // False for a choice merge_passthrough leaves to the level above (keeps nothing, iterates).
   bool admissible(const LevelChoice& ch, int l) const {
     if (!passthrough[l] || ch.keep) return true;

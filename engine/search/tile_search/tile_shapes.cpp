@@ -140,6 +140,24 @@ bool TileSearch::fits(const LevelChoice* chosen, int l) const {
   return words * lv.multiple_buffering <= lv.entries;
 }
 
+bool TileSearch::fits(const int64_t* below, const LevelChoice& ch, int l) const {
+  const Level& lv = c_.levels[l];
+  if (lv.entries == 0) return true;
+  int64_t ext[kMaxRanks + 1];  // + the plan's pad slot (dim_extent)
+  ext[kMaxRanks] = 1;
+  for (int r = 0; r < R; ++r) ext[r] = below[r] * ch.t[r] * ch.x[r] * ch.y[r];
+  for (int r = R; r < kMaxRanks; ++r) ext[r] = 1;
+  int64_t words = 0;
+  for (int t = 0; t < T; ++t) {
+    if (!(ch.keep >> t & 1)) continue;
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    int64_t v = 1;
+    for (int d = 0; d < pt.n_dims; ++d) v *= dim_extent(pt.dims[d], ext);
+    words += v;
+  }
+  return words * lv.multiple_buffering <= lv.entries;
+}
+
 double TileSearch::temporal_mapspace_size() const {
   double size = 1;
   for (int r = 0; r < R; ++r) {

@@ -14,7 +14,7 @@ bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, con
   chosen[l] = ch;
   chosen[l].keep = keep;
   if (!s->admissible(chosen[l], l)) return false;
-  if (s->spec_.prune && !s->fits(chosen.data(), l)) {
+  if (s->spec_.prune && !s->fits(below_ext[static_cast<size_t>(l)].data(), chosen[l], l)) {
     ++owner->pruned;
     return false;
   }
@@ -36,6 +36,14 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
     return;
   }
   std::vector<LevelChoice>& choices = scratch[l];  // this depth's buffer, reused
+  {
+    // Once per node, from all the levels below (callers other than descend set chosen[0..l) too).
+    std::array<int64_t, kMaxRanks>& ext = below_ext[static_cast<size_t>(l)];
+    for (int r = 0; r < s->R; ++r) {
+      ext[r] = 1;
+      for (int m = 0; m < l; ++m) ext[r] *= chosen[m].t[r] * chosen[m].x[r] * chosen[m].y[r];
+    }
+  }
   if (s->spec_.bound_scalar) {
     // Levels below l are fixed under this call: the bounds reuse their summaries.
     if (l > 0) s->summarize(chosen[static_cast<size_t>(l - 1)], l - 1, sums[static_cast<size_t>(l - 1)]);

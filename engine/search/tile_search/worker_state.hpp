@@ -118,6 +118,9 @@ struct TileWorker::State {
   size_t W = 0, max_live = 0;
   std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
   std::array<LevelChoice, kMaxLevels> chosen{};
+  // below_ext[l]: per rank, the product of the factors of chosen[0..l-1] (descend(l) sets it), for
+  // the capacity check of level l's choices.
+  std::array<std::array<int64_t, kMaxRanks>, kMaxLevels> below_ext{};
   std::array<std::vector<int>, kMaxLevels> merged_orders;
   std::array<std::vector<std::vector<int>>, kMaxLevels> merged_class;
 
