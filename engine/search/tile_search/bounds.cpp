@@ -207,6 +207,8 @@ double TileSearch::output_drains(const LevelChoice* chosen, const LevelSummary* 
     int parent = k + 1;
     while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
     if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs the output
+    // Backed on chip: drained only to a chosen parent below the top (else k may be the backing).
+    if ((spec_.onchip_backing >> t & 1) && (parent > kept_to || parent == L - 1)) break;
     const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
     if (parent <= kept_to) {
       const double updates = std::max(volume, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent]);
@@ -536,26 +538,27 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
       served += reads * lv.read_pj;
       rd[m] += reads;
       wr[m] += words;
-      if (!(spec_.onchip_backing >> t & 1)) {
-        double up = 0;
-        moved += output_drains(chosen, sums, l, kept_to, m, rest, above_l, inst_least, wr, &up);
-        if (top_open && only_top_above(t)) top_words = std::max(top_words, up);
-      }
+      double up = 0;
+      moved += output_drains(chosen, sums, l, kept_to, m, rest, above_l, inst_least, wr, &up);
+      if (top_open && only_top_above(t) && !(spec_.onchip_backing >> t & 1)) top_words = std::max(top_words, up);
       top_wr += top_words;
       continue;
     }
     rd[m] += words;
     // Every level keeping t below the top is filled with each value compute touches at least
     // once, read from the next level keeping t (the cheapest above when not chosen yet); the
-    // outermost level keeping t backs it and takes none. A tensor backed on chip is left out.
-    if (spec_.onchip_backing >> t & 1) continue;
-    const bool top_parent = top_open && only_top_above(t);
+    // outermost level keeping t backs it and takes none. A tensor backed on chip (Stream's CTs:
+    // held whole at its home, the top keeps none of it) is filled only from a chosen parent below
+    // the top: a level whose parent is not chosen yet may be its backing.
+    const bool backed = spec_.onchip_backing >> t & 1;
+    const bool top_parent = top_open && only_top_above(t) && !backed;
     const double values = touched_[static_cast<size_t>(t)];
     for (int k = m; k <= kept_to && k < L - 1; ++k) {
       if (!(chosen[k].keep >> t & 1)) continue;
       int parent = k + 1;
       while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
       if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
+      if (backed && (parent > kept_to || parent == L - 1)) break;
       double each =
           plain_tile_moves(sums, k, l, t, rest, above_l, window_tensors_ >> t & 1 ? window_tile(t, k) : 0);
       double fills = std::max(values, each * inst_least[k]);
