@@ -459,17 +459,24 @@ TEST_CASE("mapper: dropping dominated loop orders keeps the optimum where the or
   }
 }
 
+// small_core with a level between the register and the buffer, the fan-out moved off the buffer:
+// four levels, so that a chosen level can have a parent between it and the top.
+Core deep_core() {
+  Core deep = small_core();
+  Level mid{.name = "Mid", .entries = 48, .shared_bandwidth = 2, .read_pj = 1, .write_pj = 1, .update_pj = 1};
+  deep.levels.insert(deep.levels.begin() + 1, mid);
+  deep.levels[2].fanout = {};
+  finalize(deep, "deep");
+  return deep;
+}
+
 // The window-step bound (TileSearch::window_step_fills) against the model's own fills, for every
 // mapping of the brute force, every level keeping a window tensor and every prefix of chosen
 // levels: per instance, times the instances, never above what the model counts, and equal to it
 // for some (so a bound raised by a part in a thousand fails this test). The energy bound test above
 // cannot see a small excess in one term when the others are loose; this one checks the term alone.
 TEST_CASE("mapper: the window-step fills are at most the model's, and reach it") {
-  Core deep = small_core();
-  Level mid{.name = "Mid", .entries = 48, .shared_bandwidth = 2, .read_pj = 1, .write_pj = 1, .update_pj = 1};
-  deep.levels.insert(deep.levels.begin() + 1, mid);
-  deep.levels[2].fanout = {};
-  finalize(deep, "deep");
+  const Core deep = deep_core();
   const Core c = small_core();
   const std::vector<std::pair<Einsum, const Core*>> cases = {
       {make_depthwise_conv("dw1d_s2", {.C = 2, .P = 4, .R = 3, .Wstride = 2}, "I", "W", "O"), &c},
@@ -541,11 +548,7 @@ TEST_CASE("mapper: the window-step fills are at most the model's, and reach it")
 // tensor above the chosen levels, given the model's own words at the parent: never above it, and
 // equal for some mappings (so a term raised by a part in a thousand fails this test).
 TEST_CASE("mapper: the parent-above energy is at most the model's, and reaches it") {
-  Core deep = small_core();
-  Level mid{.name = "Mid", .entries = 48, .shared_bandwidth = 2, .read_pj = 1, .write_pj = 1, .update_pj = 1};
-  deep.levels.insert(deep.levels.begin() + 1, mid);
-  deep.levels[2].fanout = {};
-  finalize(deep, "deep");
+  const Core deep = deep_core();
   const std::vector<Einsum> cases = {make_matmul("mm", 4, 2, 4), make_conv("conv1d", {.K = 2, .C = 2, .P = 4, .R = 2}),
                                      make_depthwise_conv("dw1d_s2", {.C = 2, .P = 4, .R = 3, .Wstride = 2}, "I", "W", "O")};
   for (const Einsum& e : cases) {

@@ -221,19 +221,11 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       const PlanLevel& up = plan_.levels[l + 1];
       fanout_above[l] = std::min<int64_t>(int64_t{1} << 40, fanout_above[l + 1] * up.fanout_x * up.fanout_y);
     }
-    for (int t = 0; t < T; ++t) {
-      double cheapest = std::numeric_limits<double>::infinity(), cheapest_update = cheapest;
+    for (int t = 0; t < T; ++t)
       for (int m = l + 1; m < L; ++m) {
-        if (may_keep_at[m] >> t & 1) {
-          cheapest = std::min(cheapest, plan_.levels[m].read_pj);
-          cheapest_update = std::min(cheapest_update, plan_.levels[m].update_pj);
-          may_keep_above[l] |= static_cast<TensorMask>(1u << t);
-        }
+        if (may_keep_at[m] >> t & 1) may_keep_above[l] |= static_cast<TensorMask>(1u << t);
         if (must_keep_at[m] >> t & 1) break;  // the next level keeping t is no further out
       }
-      read_pj_above[l][t] = std::isfinite(cheapest) ? cheapest : 0;
-      update_pj_above[l][t] = std::isfinite(cheapest_update) ? cheapest_update : 0;
-    }
   }
   for (int t = 0; t < T; ++t) {
     touched_[t] = static_cast<double>(touched_values(e, t));

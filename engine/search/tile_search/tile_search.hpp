@@ -283,9 +283,7 @@ class TileSearch {
   std::array<TensorMask, kMaxLevels> may_keep_at{};  // per level: tensors some kept-set choice keeps
   std::array<TensorMask, kMaxLevels> must_keep_at{};  // per level: tensors every kept-set choice keeps
   // Per tensor, how many distinct values compute touches (at most its volume: a stride longer than
-  // the kernel skips some), which every non-backing level keeping it must be filled with; per
-  // level l and tensor, the least read energy among the levels above l that may keep it (the
-  // cheapest parent those fills can come from).
+  // the kernel skips some), which every non-backing level keeping it must be filled with.
   std::array<double, kMaxTensors> touched_{};
   // Per tensor, the ranks that alone index one of its dimensions (coefficient 1): moving one of
   // them moves the whole tile, halos or not (plain_tile_moves).
@@ -309,7 +307,6 @@ class TileSearch {
   // with at most `instances` of them.
   void window_position_fills(int t, const double* cum, double instances, double& total, double& each) const;
 
-  std::array<std::array<double, kMaxTensors>, kMaxLevels> read_pj_above{}, update_pj_above{};
   // Per level, 1 / its read, write and shared bandwidth (0 where it has none): bandwidth_cycles.
   std::array<std::array<double, 3>, kMaxLevels> inv_bw_{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep

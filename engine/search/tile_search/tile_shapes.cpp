@@ -122,22 +122,12 @@ void TileSearch::level_choices(int l, const std::array<int64_t, kMaxRanks>& rema
 
 // Does level l hold its kept tiles for the chosen inner levels (its tile spans levels <= l)?
 bool TileSearch::fits(const LevelChoice* chosen, int l) const {
-  const Level& lv = c_.levels[l];
-  if (lv.entries == 0) return true;
-  int64_t ext[kMaxRanks + 1];  // + the plan's pad slot (dim_extent)
-  std::fill_n(ext, kMaxRanks + 1, int64_t{1});
-  for (int r = 0; r < R; ++r)
-    for (int i = 0; i <= l; ++i) ext[r] *= chosen[i].t[r] * chosen[i].x[r] * chosen[i].y[r];
-  // The plan's flat projections, not the Einsum's nested vectors: this runs for every choice.
-  int64_t words = 0;
-  for (int t = 0; t < T; ++t) {
-    if (!(chosen[l].keep >> t & 1)) continue;
-    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
-    int64_t v = 1;
-    for (int d = 0; d < pt.n_dims; ++d) v *= dim_extent(pt.dims[d], ext);
-    words += v;
+  int64_t below[kMaxRanks];
+  for (int r = 0; r < R; ++r) {
+    below[r] = 1;
+    for (int i = 0; i < l; ++i) below[r] *= chosen[i].t[r] * chosen[i].x[r] * chosen[i].y[r];
   }
-  return words * lv.multiple_buffering <= lv.entries;
+  return fits(below, chosen[l], l);
 }
 
 bool TileSearch::fits(const int64_t* below, const LevelChoice& ch, int l) const {
@@ -147,6 +137,7 @@ bool TileSearch::fits(const int64_t* below, const LevelChoice& ch, int l) const 
   ext[kMaxRanks] = 1;
   for (int r = 0; r < R; ++r) ext[r] = below[r] * ch.t[r] * ch.x[r] * ch.y[r];
   for (int r = R; r < kMaxRanks; ++r) ext[r] = 1;
+  // The plan's flat projections, not the Einsum's nested vectors: this runs for every choice.
   int64_t words = 0;
   for (int t = 0; t < T; ++t) {
     if (!(ch.keep >> t & 1)) continue;
