@@ -165,9 +165,10 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     }
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
   }
-  // The probes (TileWorker::probe) take the roots best first until they have enumerated this
-  // many choices in all: a few hundred roots. Gemmini's ResNet-18 layers have up to ~9,000 roots,
-  // whose probes cost more than they saved; Eyeriss's depthwise layer has 130.
+  // The probes (TileWorker::probe: one dive per root that fills each level's capacity first) take
+  // the roots best first until they have enumerated this many choices in all: a few hundred
+  // roots. Gemmini's ResNet-18 layers have up to ~9,000 roots, whose probes cost more than they
+  // saved; Eyeriss's depthwise layer has 130.
   constexpr int64_t kProbeBudget = int64_t{1} << 19;
   std::atomic<int64_t> probe_work{0};
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share

@@ -347,6 +347,8 @@ class TileSearch {
   // The same, with the per-rank extents of the levels below l given (`below`: the product of
   // their factors), as a search extending one inner choice has them.
   bool fits(const int64_t* below, const LevelChoice& ch, int l) const;
+  // The words of the tiles `ch` keeps at its level, over the extents `below` of the levels under it.
+  int64_t kept_words(const int64_t* below, const LevelChoice& ch) const;
   // False for a choice merge_passthrough leaves to the level above (keeps nothing, iterates).
   bool admissible(const LevelChoice& ch, int l) const {
     if (!passthrough[l] || ch.keep) return true;

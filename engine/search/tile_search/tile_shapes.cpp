@@ -133,6 +133,10 @@ bool TileSearch::fits(const LevelChoice* chosen, int l) const {
 bool TileSearch::fits(const int64_t* below, const LevelChoice& ch, int l) const {
   const Level& lv = c_.levels[l];
   if (lv.entries == 0) return true;
+  return kept_words(below, ch) * lv.multiple_buffering <= lv.entries;
+}
+
+int64_t TileSearch::kept_words(const int64_t* below, const LevelChoice& ch) const {
   int64_t ext[kMaxRanks + 1];  // + the plan's pad slot (dim_extent)
   ext[kMaxRanks] = 1;
   for (int r = 0; r < R; ++r) ext[r] = below[r] * ch.t[r] * ch.x[r] * ch.y[r];
@@ -146,7 +150,7 @@ bool TileSearch::fits(const int64_t* below, const LevelChoice& ch, int l) const 
     for (int d = 0; d < pt.n_dims; ++d) v *= dim_extent(pt.dims[d], ext);
     words += v;
   }
-  return words * lv.multiple_buffering <= lv.entries;
+  return words;
 }
 
 double TileSearch::temporal_mapspace_size() const {
