@@ -1,5 +1,6 @@
 // The enumeration of a search's levels, innermost first (descend: factors, kept sets, capacity
 // and bound pruning), and TileWorker's entry points.
+#include <algorithm>
 #include <stdexcept>
 
 #include "engine/search/tile_search/worker_state.hpp"
@@ -66,7 +67,10 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   } else {
     s->level_choices(l, remaining, choices);
   }
-  if (probing) probe_work += static_cast<int64_t>(choices.size());
+  if (probing) {
+    descend_probe(l, remaining, choices);
+    return;
+  }
   if (s->spec_.bound_scalar && s->spec_.best_first) {
     descend_best_first(l, remaining, choices);
     return;
@@ -136,24 +140,6 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   }
   // Bounds that tie on the priority (the fewest cycles of Stream's per-tile criterion: most
   // choices share the compute-bound cycles) go by the energy bound, then the cycles bound.
-  if (probing) {
-    // A probe dives to good mappings to set the incumbent early, so it fills each level's capacity
-    // first (then goes by the bound). Lower bounds alone leave every loop to the levels above,
-    // which can still take it, and such a dive ends with all of them at the top: on Gemmini's
-    // stride-2 ResNet-18 layers its mappings were 10x the optimum's EDP and cut little.
-    const int64_t* below = below_ext[static_cast<size_t>(l)].data();
-    for (Ranked& rk : ranked) {
-      LevelChoice ch = choices[rk.choice];
-      ch.keep = rk.keep;
-      rk.fill = -static_cast<double>(s->kept_words(below, ch));
-    }
-    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-      if (a.fill != b.fill) return a.fill < b.fill;
-      if (a.priority != b.priority) return a.priority < b.priority;
-      if (a.energy != b.energy) return a.energy < b.energy;
-      return a.cycles < b.cycles;
-    });
-  } else
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     if (a.priority != b.priority) return a.priority < b.priority;
     if (a.energy != b.energy) return a.energy < b.energy;
@@ -166,6 +152,67 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
       ++owner->bound_pruned[static_cast<size_t>(l)];
       continue;
     }
+    const LevelChoice& ch = choices[rk.choice];
+    std::array<int64_t, kMaxRanks> rest = remaining;
+    for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+    chosen[l] = ch;
+    chosen[l].keep = rk.keep;
+    last_energy_lb = rk.energy;
+    last_cycles_lb = rk.cycles;
+    descend(l + 1, rest);
+  }
+}
+
+void TileWorker::State::descend_probe(int l, const std::array<int64_t, kMaxRanks>& remaining,
+                                      const std::vector<LevelChoice>& choices) {
+  // A probe dives to good mappings to set the incumbent early, so it fills each level's capacity
+  // first: the choices that keep the most words at the level, then the best bound. Lower bounds
+  // alone leave every loop to the levels above, which can still take it, and such a dive ends with
+  // all of them at the top (on Gemmini's stride-2 ResNet-18 layers, mappings 10x the optimum's
+  // EDP, which cut little). Only the kProbeWidth fullest choices are bounded: one level of a large
+  // layer offers 10^5 choices (VGG-16's conv2 at Gemmini's accumulator: 180,432).
+  std::vector<Ranked>& ranked = ranked_at[static_cast<size_t>(l)];
+  ranked.clear();
+  const Level& lv = s->c_.levels[static_cast<size_t>(l)];
+  const int64_t* below = below_ext[static_cast<size_t>(l)].data();
+  for (size_t i = 0; i < choices.size(); ++i)
+    for (TensorMask keep : s->keep_options[l]) {
+      LevelChoice ch = choices[i];
+      ch.keep = keep;
+      if (!s->admissible(ch, l)) continue;
+      const int64_t words = s->kept_words(below, ch);
+      if (lv.entries != 0 && words * lv.multiple_buffering > lv.entries) continue;
+      ranked.push_back({0, 0, 0, static_cast<uint32_t>(i), keep, -static_cast<double>(words)});
+    }
+  // The fullest first; ties keep the enumeration order, so the probe is deterministic.
+  const auto fuller = [](const Ranked& a, const Ranked& b) {
+    if (a.fill != b.fill) return a.fill < b.fill;
+    if (a.choice != b.choice) return a.choice < b.choice;
+    return a.keep < b.keep;
+  };
+  const size_t width = std::min(ranked.size(), kProbeWidth);
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(width), ranked.end(), fuller);
+  ranked.resize(width);
+  size_t kept = 0;
+  for (const Ranked& rk : ranked) {
+    const LevelChoice& ch = choices[rk.choice];
+    std::array<int64_t, kMaxRanks> rest = remaining;
+    for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+    if (!admit(l, ch, rk.keep, rest)) continue;
+    ranked[kept++] = {sink->priority(last_energy_lb, last_cycles_lb), last_energy_lb, last_cycles_lb, rk.choice,
+                      rk.keep, rk.fill};
+  }
+  ranked.resize(kept);
+  probe_work += static_cast<int64_t>(width);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.fill != b.fill) return a.fill < b.fill;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    if (a.energy != b.energy) return a.energy < b.energy;
+    return a.cycles < b.cycles;
+  });
+  for (const Ranked& rk : ranked) {
+    if (s->over() || probe_done()) return;
+    if (sink->beaten(rk.energy, rk.cycles, -1, 0)) continue;
     const LevelChoice& ch = choices[rk.choice];
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
@@ -213,7 +260,6 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
 
 int64_t TileWorker::probe(const TileSearch& s, size_t i, TileSink& sink) {
   st_->probing = true;
-  st_->probe_from = evaluated;
   st_->probe_until = evaluated + State::kProbeLeaves;
   st_->probe_work = 0;
   run(s, i, sink);

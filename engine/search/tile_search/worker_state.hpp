@@ -107,21 +107,17 @@ struct TileWorker::State {
   std::unique_ptr<double[]> pool_bounds;
   size_t pool_bounds_size = 0;
   double last_energy_lb = 0, last_cycles_lb = 0;  // of the choice bound_beaten passed last
-  // TileWorker::probe: a dive that fills each level first (descend_best_first), until kProbeLeaves
-  // complete choices are evaluated (each as it is parked) or kProbeWork choices enumerated after
-  // its first leaf (kProbeDive before it: one level of Gemmini's can offer more than kProbeWork
-  // choices, and a probe that never reaches a leaf sets no incumbent). The leaves give a subtree's
-  // good mappings (a depthwise layer on Eyeriss: 200 s -> 18 s; one dive per root was not enough);
-  // the work limit stops a probe whose choices the incumbent all beats from running the whole
-  // subtree (a stride-2 conv on Gemmini took 12x longer without it).
-  static constexpr int64_t kProbeLeaves = 32, kProbeWork = 4096, kProbeDive = int64_t{1} << 16;
+  // TileWorker::probe: a dive that fills each level first (descend_probe), until kProbeLeaves
+  // complete choices are evaluated (each as it is parked) or kProbeWork choices bounded, whichever
+  // comes first. The leaves give a subtree's good mappings (a depthwise layer on Eyeriss: 200 s ->
+  // 18 s; one dive per root was not enough); the work limit stops a probe whose choices the
+  // incumbent all beats from running the whole subtree (a stride-2 conv on Gemmini took 12x
+  // longer without it). Each level bounds only its kProbeWidth fullest choices.
+  static constexpr int64_t kProbeLeaves = 32, kProbeWork = 4096;
+  static constexpr size_t kProbeWidth = 256;
   bool probing = false;
-  int64_t probe_from = 0, probe_until = 0, probe_work = 0;
-  bool probe_done() const {
-    if (owner->evaluated >= probe_until) return true;
-    const bool dived = owner->evaluated > probe_from;
-    return probe_work >= (dived ? kProbeWork : kProbeDive);
-  }
+  int64_t probe_until = 0, probe_work = 0;
+  bool probe_done() const { return owner->evaluated >= probe_until || probe_work >= kProbeWork; }
   size_t W = 0, max_live = 0;
   std::vector<std::vector<LevelChoice>> scratch = std::vector<std::vector<LevelChoice>>(kMaxLevels);
   std::array<LevelChoice, kMaxLevels> chosen{};
@@ -199,11 +195,12 @@ struct TileWorker::State {
     double priority, energy, cycles;
     uint32_t choice;
     TensorMask keep;
-    double fill;  // a probe's order: minus the words the choice keeps at its level
+    double fill;  // descend_probe's order: minus the words the choice keeps at its level
   };
   std::array<std::vector<Ranked>, kMaxLevels> ranked_at;
   std::array<std::vector<uint8_t>, kMaxLevels> keep_dead_at;  // per kept-set option: beaten for the spatial set
   void descend_best_first(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
+  void descend_probe(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
 
   // `to` may be null while nothing is parked (partial pruning evaluates no lanes).
   void bind(const TileSearch& search, TileSink* to);
