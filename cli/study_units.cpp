@@ -114,6 +114,7 @@ UnitResult run_map_layer(const WorkUnit& unit) {
     ExhaustiveOptions opt;
     opt.objective = objective;
     opt.max_mappings = p.at("max_mappings").get<int64_t>();
+    opt.front = p.value("pareto", true);
     MapperResult m = exhaustive_search(e, core, space, opt);
     best = m.best;
     cost = m.cost;

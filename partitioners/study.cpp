@@ -442,6 +442,7 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     s.method.budget = m->opt_integer("budget").value_or(20000);
     if (s.method.budget <= 0) m->fail("budget", "must be positive");
     s.method.max_mappings = m->opt_integer("max_mappings").value_or(200'000'000);
+    s.method.pareto = m->opt_bool("pareto").value_or(true);
     s.method.context_slices = static_cast<int>(m->opt_integer("context_slices").value_or(1));
     if (s.method.context_slices < 1 || s.method.context_slices > 4096)
       m->fail("context_slices", "must be between 1 and 4096 (generation units per Einsum)");
@@ -832,6 +833,8 @@ std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& m
                                 {"method", method},          {"objective", s.method.objective},
                                 {"budget", s.method.budget}, {"seed", seed},
                                 {"max_mappings", s.method.max_mappings}};
+            // Only when off, so that the units (and their ids) of existing studies stay the same.
+            if (!s.method.pareto) p["pareto"] = false;
             WorkUnit u;
             u.kind = "map_layer";
             u.payload = p.dump();

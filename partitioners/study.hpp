@@ -8,7 +8,7 @@
 //                     name = "gemmini" (prefix of point names), constraints = "presets/constraints/gemmini_dosa.toml"
 //   [architecture.sweep]  pe = [8, 16], scratchpad_kib = [64, 256], Scratchpad.block_size = [1, 8], ...
 //   [method]          name = "random" | "exhaustive", objective = "edp", budget = 20000, seeds = [1],
-//                     max_mappings = 200000000, group_identical = true
+//                     max_mappings = 200000000, group_identical = true, pareto = true
 //                   | name = "fadiff" | ["dosa", "bo", "ga", "fadiff"], time_budget_s = 10,
 //                     max_evaluations = 0, seeds = [1, 2]
 //                   | name = "ffm" | ["ffm", "ffm_unfused", "ffm_sa", "ffm_ga", "ffm_random"], objective = "edp",
@@ -89,6 +89,9 @@ struct StudyMethod {
   std::vector<uint64_t> seeds = {1};
   int64_t max_mappings = 200'000'000;
   bool group_identical = true;  // exhaustive: one unit per distinct Einsum shape
+  // exhaustive: also record each unit's energy/cycles Pareto front, which evaluates the whole
+  // mapspace; false: branch and bound on the objective alone (full mapspaces become searchable).
+  bool pareto = true;
   // Fused mappers
   int context_slices = 1;       // ffm: generation units per Einsum
   bool fusion = true;           // ffm: false = every Einsum alone

@@ -178,6 +178,31 @@ name = "exhaustive"
   CHECK(random[0].label == "net/a1 @ gemmini_default seed 1");
 }
 
+TEST_CASE("study sweep: pareto = false asks the exhaustive units for branch and bound; the default keeps the units as they were") {
+  const std::string text = R"(name = "g"
+[[workload]]
+spec = "net"
+layers = ["a1", "b"]
+[[architecture]]
+spec = "gemmini_default"
+[method]
+name = "exhaustive"
+)";
+  const auto with_front = partition_study(parse_study(text, "g.toml"), &fake_layers);
+  const auto explicit_front = partition_study(parse_study(text + "pareto = true\n", "g.toml"), &fake_layers);
+  const auto bound = partition_study(parse_study(text + "pareto = false\n", "g.toml"), &fake_layers);
+  REQUIRE(with_front.size() == 2);
+  REQUIRE(bound.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    // The default writes no key, so the payloads and ids of existing studies (and their journals) stay.
+    CHECK(with_front[i].payload.find("pareto") == std::string::npos);
+    CHECK(explicit_front[i].id == with_front[i].id);
+    CHECK(bound[i].payload.find(R"("pareto":false)") != std::string::npos);
+    CHECK(bound[i].id != with_front[i].id);
+  }
+  CHECK_THROWS_AS(parse_study(text + "pareto = \"no\"\n", "g.toml"), InputError);
+}
+
 TEST_CASE("study sweep: layers named by per-layer constraints are not grouped") {
   const std::string text = R"(name = "g"
 [[workload]]
