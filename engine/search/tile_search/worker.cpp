@@ -83,6 +83,17 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   }
 }
 
+void TileWorker::State::extend(int l, const std::array<int64_t, kMaxRanks>& remaining, const LevelChoice& ch,
+                               const Ranked& rk) {
+  std::array<int64_t, kMaxRanks> rest = remaining;
+  for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+  chosen[l] = ch;
+  chosen[l].keep = rk.keep;
+  last_energy_lb = rk.energy;
+  last_cycles_lb = rk.cycles;
+  descend(l + 1, rest);
+}
+
 // The kept-set bound of a spatial set (descend_best_first) is made only for sets with at least
 // this many temporal choices.
 constexpr size_t kKeepBoundMinChoices = 32;
@@ -140,11 +151,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   }
   // Bounds that tie on the priority (the fewest cycles of Stream's per-tile criterion: most
   // choices share the compute-bound cycles) go by the energy bound, then the cycles bound.
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.energy != b.energy) return a.energy < b.energy;
-    return a.cycles < b.cycles;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(), Ranked::by_bound);
   // descend() below reuses deeper buffers only, so `ranked` and `choices` stay valid.
   for (const Ranked& rk : ranked) {
     if (s->over()) return;
@@ -152,14 +159,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
       ++owner->bound_pruned[static_cast<size_t>(l)];
       continue;
     }
-    const LevelChoice& ch = choices[rk.choice];
-    std::array<int64_t, kMaxRanks> rest = remaining;
-    for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-    chosen[l] = ch;
-    chosen[l].keep = rk.keep;
-    last_energy_lb = rk.energy;
-    last_cycles_lb = rk.cycles;
-    descend(l + 1, rest);
+    extend(l, remaining, choices[rk.choice], rk);
   }
 }
 
@@ -204,23 +204,12 @@ void TileWorker::State::descend_probe(int l, const std::array<int64_t, kMaxRanks
   }
   ranked.resize(kept);
   probe_work += static_cast<int64_t>(width);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    if (a.fill != b.fill) return a.fill < b.fill;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    if (a.energy != b.energy) return a.energy < b.energy;
-    return a.cycles < b.cycles;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.fill != b.fill ? a.fill < b.fill : Ranked::by_bound(a, b); });
   for (const Ranked& rk : ranked) {
     if (s->over() || probe_done()) return;
     if (sink->beaten(rk.energy, rk.cycles, -1, 0)) continue;
-    const LevelChoice& ch = choices[rk.choice];
-    std::array<int64_t, kMaxRanks> rest = remaining;
-    for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-    chosen[l] = ch;
-    chosen[l].keep = rk.keep;
-    last_energy_lb = rk.energy;
-    last_cycles_lb = rk.cycles;
-    descend(l + 1, rest);
+    extend(l, remaining, choices[rk.choice], rk);
   }
 }
 

@@ -196,11 +196,19 @@ struct TileWorker::State {
     uint32_t choice;
     TensorMask keep;
     double fill;  // descend_probe's order: minus the words the choice keeps at its level
+    // Best first: the objective of the bounds, then the energy bound, then the cycles bound.
+    static bool by_bound(const Ranked& a, const Ranked& b) {
+      if (a.priority != b.priority) return a.priority < b.priority;
+      if (a.energy != b.energy) return a.energy < b.energy;
+      return a.cycles < b.cycles;
+    }
   };
   std::array<std::vector<Ranked>, kMaxLevels> ranked_at;
   std::array<std::vector<uint8_t>, kMaxLevels> keep_dead_at;  // per kept-set option: beaten for the spatial set
   void descend_best_first(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
   void descend_probe(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
+  // Takes a ranked choice at level l and searches the levels above it.
+  void extend(int l, const std::array<int64_t, kMaxRanks>& remaining, const LevelChoice& ch, const Ranked& rk);
 
   // `to` may be null while nothing is parked (partial pruning evaluates no lanes).
   void bind(const TileSearch& search, TileSink* to);
