@@ -120,6 +120,7 @@ void TileWorker::State::put(const Support& key) {
       pos = static_cast<size_t>(h) & table_mask;
     }
     table[pos] = static_cast<uint32_t>(counts.size()) + 1;
+    table_used.push_back(static_cast<uint32_t>(pos));
     counts.push_back(0);
     bucket_support.push_back(key);
   }
@@ -166,7 +167,11 @@ void TileWorker::State::flush_all() {
     if (counts[i] > 0) flush_bucket(i);
   counts.clear();
   bucket_support.clear();
-  std::fill(table.begin(), table.end(), 0u);
+  // Only the slots in use: before the first incumbent (and in probes) every parked choice is
+  // flushed at once, and clearing the whole table each time was 27 % of the instructions of
+  // layer2.0.conv2's search (callgrind; cheap ones: no measurable time).
+  for (uint32_t pos : table_used) table[pos] = 0;
+  table_used.clear();
 }
 
 void TileWorker::State::flush(const Support& key, const int32_t* lanes, int count) {
@@ -276,6 +281,7 @@ void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
   W = static_cast<size_t>(3 * search.L * search.R);
   max_live = kPoolWords / (kLanes * W);
   table.assign(std::bit_ceil(2 * max_live), 0u);
+  table_used.clear();
   table_mask = table.size() - 1;
   if (!pool) pool.reset(new int32_t[kPoolWords]);
   if (search.spec_.bound_scalar) {

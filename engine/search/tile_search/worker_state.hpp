@@ -98,6 +98,7 @@ struct TileWorker::State {
   const NestStructure& nest_of(const FlatMapping& fm, bool relaxed = false);
   // Open-addressing table support -> live bucket + 1 (0 = empty), at most half full.
   std::vector<uint32_t> table;
+  std::vector<uint32_t> table_used;  // the slots in use (flush_all clears only those)
   size_t table_mask = 0;
   std::vector<int> counts;  // per live bucket
   std::vector<Support> bucket_support;
