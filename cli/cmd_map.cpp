@@ -25,6 +25,7 @@ Command add_map_command(CLI::App& app) {
     int64_t max_mappings = 200'000'000;
     bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false, energy_tiebreak = false;
     double upper_bound = std::numeric_limits<double>::infinity();
+    double gap = 0;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
@@ -45,6 +46,10 @@ Command add_map_command(CLI::App& app) {
                   "branch and bound: an objective value some mapping is known to reach (cuts from the start)");
   cmd->add_flag("--energy-tiebreak", o->energy_tiebreak,
                 "with --objective cycles: among the fastest mappings, the least energy (Stream's per-tile criterion)");
+  cmd->add_option("--gap", o->gap,
+                  "branch and bound within a relative optimality gap (e.g. 1e-3): at most (1 + gap) x the optimum "
+                  "(with --energy-tiebreak: the least cycles exactly, the energy within the gap); one thread; 0 = exact")
+      ->capture_default_str();
   cmd->add_flag("--every-layer", o->every_layer,
                 "search a layer again even when it poses an earlier layer's problem (same ranks, tensors, mapspace)");
   cmd->add_flag("--json", o->json, "print one JSON object: per layer the optimum and the search's counts");
@@ -96,6 +101,7 @@ Command add_map_command(CLI::App& app) {
                 opt.best_first = !o->depth_first;
                 opt.upper_bound = o->upper_bound;
                 opt.energy_tiebreak = o->energy_tiebreak;
+                opt.gap = o->gap;
                 MapperResult found = exhaustive_search(e, core, space, opt);
                 solved.push_back({i, std::move(space), std::move(found)});
               }
@@ -108,6 +114,7 @@ Command add_map_command(CLI::App& app) {
               if (o->json) {
                 nlohmann::json j{{"layer", e.name},
                                  {"objective", to_string(objective)},
+                                 {"gap", o->gap},
                                  {"same_as", same_as},
                                  {"mapspace_at_least", r.mapspace_at_least},
                                  {"evaluated", r.evaluated},

@@ -30,6 +30,7 @@ struct ScheduleOptions {
   std::string arch, workload, mode = "fused", stacks = "auto", granularity = "stream:4", allocation, tile_costs,
       write_tile_costs, tile_cache;
   bool fold_unary = false;
+  double mapper_gap = 0;
   bool trace_mapper = false;
   GaOptions ga;
   WacoOptions waco;
@@ -129,6 +130,7 @@ int run_pipeline(const ScheduleOptions* o) {
   spec.sets = o->sets;
   spec.fold_unary = o->fold_unary;
   spec.trace_mapper = o->trace_mapper;
+  spec.mapper_gap = o->mapper_gap;
   spec.ga = o->ga;
   spec.waco = o->waco;
   spec.ga.seed = static_cast<uint64_t>(o->seed);
@@ -180,6 +182,7 @@ int run_pipeline(const ScheduleOptions* o) {
                                               {"mapper_calls", tstats.mapper_calls},
                                               {"mappings_evaluated", tstats.mappings_evaluated},
                                               {"seconds", tstats.seconds},
+                                              {"mapper_gap", o->mapper_gap},
                                               {"cache_hits", run.tile_cache_hits},
                                               {"cache_misses", run.tile_cache_misses}}
                              : nlohmann::json{{"source", o->tile_costs}};
@@ -279,6 +282,10 @@ Command add_schedule_command(CLI::App& app) {
   cmd->add_option("--write-tile-costs", o->write_tile_costs, "write the tile costs used as a table");
   cmd->add_option("--tile-cache", o->tile_cache, "a tile-cost cache file (docs/stream.md, \"Tile-cost cache\"): the mapper's "
                                                  "costs found there are not searched again; new ones are added to it");
+  cmd->add_option("--mapper-gap", o->mapper_gap,
+                  "the mapper's per-tile searches within this relative gap of their optimum (the least cycles "
+                  "exactly, the energy within the gap; e.g. 1e-3), each on one thread; 0 = exact")
+      ->capture_default_str();
   cmd->add_flag("--trace-mapper", o->trace_mapper, "print a line per mapper call of the tile costs to stderr (CT, core, rank "
                                                    "sizes, mappings evaluated, choices cut per level, best, seconds)");
   cmd->add_option("--semantics", o->semantics, "stream (Stream classic cb9dfc52, quirks included) or mapfuse")

@@ -2,6 +2,7 @@
 #include "cli/schedule_run.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <mutex>
 
@@ -164,6 +165,8 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
   const TileGraph& g = run.graph;
   seconds["tiles"] = since(t);
 
+  if (!(o->mapper_gap >= 0) || !std::isfinite(o->mapper_gap))
+    throw InputError({}, "--mapper-gap", fmt::format("expected a relative gap >= 0 (0 = exact), not {}", o->mapper_gap));
   // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
   run.mapped = o->tile_costs.empty();
   auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats,
@@ -171,6 +174,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
     if (run.mapped) {
       TileCostStats st;
       TileCostOptions topt;
+      topt.mapper_gap = o->mapper_gap;
       if (o->trace_mapper)
         topt.trace = [](const std::string& line) {
           static std::mutex m;  // the mapper's threads report one line at a time

@@ -34,6 +34,7 @@ struct ScheduleSpec {
   std::vector<std::string> sets;        // NAME=0|1 switches
   bool fold_unary = false;
   bool trace_mapper = false;             // a line per mapper call to stderr
+  double mapper_gap = 0;                 // per-tile searches within this relative gap (0 = exact)
 };
 
 struct ScheduleRun {

@@ -67,6 +67,7 @@ UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   spec.tile_costs = p.at("tile_costs").get<std::string>();
   spec.semantics = p.at("semantics").get<std::string>();
   spec.fold_unary = p.at("fold_unary").get<bool>();
+  spec.mapper_gap = p.value("mapper_gap", 0.0);
   if (const auto it = p.find("ga"); it != p.end()) {
     spec.ga.generations = it->at("generations").get<int>();
     spec.ga.population = it->at("population").get<int>();

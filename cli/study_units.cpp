@@ -115,6 +115,7 @@ UnitResult run_map_layer(const WorkUnit& unit) {
     opt.objective = objective;
     opt.max_mappings = p.at("max_mappings").get<int64_t>();
     opt.front = p.value("pareto", true);
+    opt.gap = p.value("gap", 0.0);
     MapperResult m = exhaustive_search(e, core, space, opt);
     best = m.best;
     cost = m.cost;

@@ -267,6 +267,9 @@ StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::f
     g.fail("semantics", "unknown semantics '" + e.semantics + "'; expected stream or mapfuse" +
                             did_you_mean(e.semantics, {"stream", "mapfuse"}));
   e.fold_unary = g.opt_bool("fold_unary").value_or(false);
+  e.mapper_gap = g.opt_number("mapper_gap").value_or(0.0);
+  if (!(e.mapper_gap >= 0) || !std::isfinite(e.mapper_gap))
+    g.fail("mapper_gap", "must be a finite fraction >= 0 (0 = exact per-tile mapping)");
   g.finish();
   return e;
 }
@@ -443,6 +446,10 @@ Study parse_study(const std::string& text, const std::string& file, bool load_ar
     if (s.method.budget <= 0) m->fail("budget", "must be positive");
     s.method.max_mappings = m->opt_integer("max_mappings").value_or(200'000'000);
     s.method.pareto = m->opt_bool("pareto").value_or(true);
+    s.method.gap = m->opt_number("gap").value_or(0.0);
+    if (!(s.method.gap >= 0) || !std::isfinite(s.method.gap)) m->fail("gap", "must be a finite fraction >= 0 (0 = exact)");
+    if (s.method.gap > 0 && s.method.pareto)
+      m->fail("gap", "applies to branch and bound only: set pareto = false (a front needs the whole mapspace)");
     s.method.context_slices = static_cast<int>(m->opt_integer("context_slices").value_or(1));
     if (s.method.context_slices < 1 || s.method.context_slices > 4096)
       m->fail("context_slices", "must be between 1 and 4096 (generation units per Einsum)");
@@ -684,6 +691,8 @@ std::vector<WorkUnit> partition_schedule_study(const Study& s) {
                                 {"tile_costs", e.tile_costs}, {"semantics", e.semantics},
                                 {"fold_unary", e.fold_unary}};
             // Only what changes the result enters the payload (and so the id): the searches' knobs.
+            // Only with a gap, so that the units (and ids) of exact studies stay the same.
+            if (e.mapper_gap > 0) p["mapper_gap"] = e.mapper_gap;
             if (e.allocation == "ga") p["ga"] = {{"generations", e.generations}, {"population", e.population}, {"seed", seed}};
             if (e.allocation == "waco")
               p["waco"] = {{"max_parallelism", e.max_parallelism}, {"time_limit_s", e.time_limit_s}, {"seed", seed}};
@@ -835,6 +844,7 @@ std::vector<WorkUnit> partition_layer_study(const Study& s, const std::string& m
                                 {"max_mappings", s.method.max_mappings}};
             // Only when off, so that the units (and their ids) of existing studies stay the same.
             if (!s.method.pareto) p["pareto"] = false;
+            if (s.method.gap > 0) p["gap"] = s.method.gap;
             WorkUnit u;
             u.kind = "map_layer";
             u.payload = p.dump();

@@ -8,7 +8,7 @@
 //                     name = "gemmini" (prefix of point names), constraints = "presets/constraints/gemmini_dosa.toml"
 //   [architecture.sweep]  pe = [8, 16], scratchpad_kib = [64, 256], Scratchpad.block_size = [1, 8], ...
 //   [method]          name = "random" | "exhaustive", objective = "edp", budget = 20000, seeds = [1],
-//                     max_mappings = 200000000, group_identical = true, pareto = true
+//                     max_mappings = 200000000, group_identical = true, pareto = true, gap = 0
 //                   | name = "fadiff" | ["dosa", "bo", "ga", "fadiff"], time_budget_s = 10,
 //                     max_evaluations = 0, seeds = [1, 2]
 //                   | name = "ffm" | ["ffm", "ffm_unfused", "ffm_sa", "ffm_ga", "ffm_random"], objective = "edp",
@@ -92,6 +92,9 @@ struct StudyMethod {
   // exhaustive: also record each unit's energy/cycles Pareto front, which evaluates the whole
   // mapspace; false: branch and bound on the objective alone (full mapspaces become searchable).
   bool pareto = true;
+  // exhaustive with pareto = false: branch and bound within this relative optimality gap
+  // (ExhaustiveOptions::gap); 0 = exact.
+  double gap = 0;
   // Fused mappers
   int context_slices = 1;       // ffm: generation units per Einsum
   bool fusion = true;           // ffm: false = every Einsum alone
@@ -156,6 +159,7 @@ struct StudySchedule {
   std::string tile_costs;                   // a table or Stream dump folder; "" = mapfuse's mapper
   std::string semantics = "stream";
   bool fold_unary = false;
+  double mapper_gap = 0;  // per-tile searches within this relative gap (TileCostOptions::mapper_gap)
   std::vector<uint64_t> seeds = {1};        // ga: its random seed; waco: CBC's
   int generations = 16, population = 16;    // ga (GaOptions)
   int max_parallelism = 0;                  // waco: largest K split (0 = every capable core)

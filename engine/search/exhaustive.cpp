@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <unordered_map>
@@ -37,6 +38,7 @@ struct ExhaustiveSink final : TileSink {
   std::atomic<double>* incumbent = nullptr;
   double upper_bound = std::numeric_limits<double>::infinity();  // ExhaustiveOptions::upper_bound
   double upper_bound_energy = std::numeric_limits<double>::infinity();  // ... and upper_bound_energy
+  double widen = 1;  // 1 + ExhaustiveOptions::gap
 
   ExhaustiveSink(const Einsum& e_, const Core& c_, Objective o, bool f, std::atomic<double>* inc)
       : e(e_), c(c_), objective(o), front(f), incumbent(inc) {}
@@ -47,9 +49,12 @@ struct ExhaustiveSink final : TileSink {
   bool beaten(double energy_pj, double cycles, int level, int64_t) override {
     if (level >= 0) return false;
     const double v = objective_value(objective, energy_pj, cycles);
-    return cycles > max_cycles || v > incumbent->load(std::memory_order_relaxed) ||
-           (energy_tiebreak && ((v >= best_value && energy_pj > best_energy) ||
-                                (v >= upper_bound && energy_pj > upper_bound_energy)));
+    if (energy_tiebreak) {
+      const double e = energy_pj * widen;
+      return cycles > max_cycles || v > incumbent->load(std::memory_order_relaxed) ||
+             (v >= best_value && e > best_energy) || (v >= upper_bound && e > upper_bound_energy);
+    }
+    return cycles > max_cycles || v * widen > incumbent->load(std::memory_order_relaxed);
   }
 
   bool has_incumbent() const override {
@@ -139,13 +144,19 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.best_first = opt.best_first;
   std::atomic<double> incumbent{opt.front ? std::numeric_limits<double>::infinity() : opt.upper_bound};
   TileSearch s(e, c, space, spec);
-  const int threads = omp_get_max_threads();
+  if (!(opt.gap >= 0) || !std::isfinite(opt.gap))
+    throw InputError({}, "gap", fmt::format("the optimality gap must be a finite fraction >= 0, not {}", opt.gap));
+  if (opt.gap > 0 && opt.front)
+    throw InputError({}, "gap", "an optimality gap applies to branch and bound (one objective), not to a Pareto front");
+  // A gap makes the answer depend on the order mappings are found in: one thread keeps it fixed.
+  const int threads = opt.gap > 0 ? 1 : omp_get_max_threads();
   std::vector<ExhaustiveSink> sinks;
   sinks.reserve(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) {
     sinks.emplace_back(e, c, opt.objective, opt.front, &incumbent);
     sinks.back().max_cycles = opt.max_cycles;
     sinks.back().energy_tiebreak = opt.energy_tiebreak;
+    sinks.back().widen = 1 + opt.gap;
     if (!opt.front) sinks.back().upper_bound = opt.upper_bound, sinks.back().upper_bound_energy = opt.upper_bound_energy;
   }
   MapperResult out;
@@ -175,7 +186,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
   int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0, probed = 0;
   out.bound_pruned.assign(static_cast<size_t>(s.levels()), 0);
-#pragma omp parallel reduction(+ : evaluated, pruned, lane_calls, stale, probed)
+#pragma omp parallel num_threads(threads) reduction(+ : evaluated, pruned, lane_calls, stale, probed)
   {
     ExhaustiveSink& sink = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;

@@ -59,6 +59,13 @@ struct ExhaustiveOptions {
   // upper_bound; mappings that tie on it with more energy do not count either (e.g. the best of an
   // earlier search over another kept set).
   double upper_bound_energy = std::numeric_limits<double>::infinity();
+  // Branch and bound with a relative optimality gap (a MIP solver's "gap"): a choice is cut once
+  // its bound, raised by this fraction, is not below the best found. With energy_tiebreak only the
+  // energy gets the gap (the objective stays exact: the least cycles are found), otherwise the
+  // objective. The result is then at most (1 + gap) x the optimum in that quantity, not always the
+  // optimum, and which of the near-optimal mappings it is depends on the order in which they are
+  // found: a search with a gap runs on one thread, so that the answer is deterministic. 0: exact.
+  double gap = 0;
 };
 
 struct ParetoMapping {

@@ -389,6 +389,53 @@ TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 la
   });
 }
 
+// A relative optimality gap (ExhaustiveOptions::gap) trades the proof of optimality for time: the
+// answer is within the gap of the exact optimum (with the energy tie-break: the least cycles
+// exactly, the energy within the gap), found with fewer evaluations, and the same on any thread
+// count (the search then runs on one). Full mapspace of ResNet-18 layers on Gemmini.
+TEST_CASE("mapper: a relative gap stays within the gap of the optimum, evaluates less and is deterministic") {
+  const Core c = load_architecture("gemmini_default").cores.at(0);
+  const Workload w = load_workload("resnet18");
+  const int threads = omp_get_max_threads();
+  for (const char* name : {"layer2.0.conv1", "layer3.0.conv1"}) {
+    const Einsum& e = w.einsums.at(static_cast<size_t>(w.einsum_index(name)));
+    const Mapspace space = make_mapspace({}, e, c);
+    for (const bool tiebreak : {false, true}) {
+      ExhaustiveOptions opt;
+      opt.objective = tiebreak ? Objective::Cycles : Objective::Edp;
+      opt.energy_tiebreak = tiebreak;
+      opt.front = false;
+      opt.max_mappings = 0;
+      const MapperResult exact = exhaustive_search(e, c, space, opt);
+      opt.gap = 0.01;
+      omp_set_num_threads(2);
+      const MapperResult two = exhaustive_search(e, c, space, opt);
+      omp_set_num_threads(1);
+      const MapperResult one = exhaustive_search(e, c, space, opt);
+      omp_set_num_threads(threads);
+      REQUIRE(exact.best.has_value());
+      REQUIRE(one.best.has_value());
+      REQUIRE(two.best.has_value());
+      INFO(std::string(name) << (tiebreak ? std::string(" cycles + energy") : std::string(" edp")) << ": exact " << exact.evaluated << " evaluated, "
+                << exact.cost.edp() << "; gap " << one.evaluated << ", " << one.cost.edp());
+      if (tiebreak) {
+        CHECK(one.cost.cycles == exact.cost.cycles);
+        CHECK(one.cost.energy_pj >= exact.cost.energy_pj);
+        CHECK(one.cost.energy_pj <= exact.cost.energy_pj * 1.01);
+      } else {
+        CHECK(one.cost.edp() >= exact.cost.edp());
+        CHECK(one.cost.edp() <= exact.cost.edp() * 1.01);
+      }
+      CHECK(one.evaluated + one.probe_evaluated < exact.evaluated + exact.probe_evaluated);
+      CHECK(to_text(*one.best, e, c) == to_text(*two.best, e, c));
+      CHECK(one.evaluated == two.evaluated);
+    }
+  }
+  const Einsum& fc = w.einsums.at(static_cast<size_t>(w.einsum_index("fc")));
+  CHECK_THROWS_AS(exhaustive_search(fc, c, {}, {.front = false, .gap = -0.1}), InputError);
+  CHECK_THROWS_AS(exhaustive_search(fc, c, {}, {.gap = 0.01}), InputError);  // a front has no gap
+}
+
 // Best first changes only the order in which subtrees are searched, and a known upper bound only
 // what is cut from the start: the optimum and its text stay those of the plain depth-first search.
 // An upper bound below the optimum leaves nothing, which shows that it does cut.

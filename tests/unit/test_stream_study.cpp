@@ -120,6 +120,20 @@ TEST_CASE("stream study: [[schedule]] entries with ga and waco give one unit per
   for (size_t i = 0; i < units.size(); ++i) CHECK(again[i].id == units[i].id);
 }
 
+TEST_CASE("stream study: mapper_gap reaches the payload only when set; a negative one is an error") {
+  const std::string base = "name = \"g\"\n[[schedule]]\nworkloads = [\"resnet18\"]\narchitectures = [\"tpu_like_quad_core\"]\n";
+  const std::vector<WorkUnit> exact = partition_study(parse_study(base, "g.toml"), &no_layers);
+  const std::vector<WorkUnit> zero = partition_study(parse_study(base + "mapper_gap = 0\n", "g.toml"), &no_layers);
+  const std::vector<WorkUnit> gap = partition_study(parse_study(base + "mapper_gap = 0.001\n", "g.toml"), &no_layers);
+  REQUIRE(exact.size() == 1);
+  REQUIRE(gap.size() == 1);
+  CHECK(exact[0].payload.find("mapper_gap") == std::string::npos);  // exact studies keep their ids
+  CHECK(zero[0].id == exact[0].id);
+  CHECK(nlohmann::json::parse(gap[0].payload).at("mapper_gap").get<double>() == 0.001);
+  CHECK(gap[0].id != exact[0].id);
+  CHECK_THROWS_WITH_AS(parse_study(base + "mapper_gap = -1\n", "g.toml"), doctest::Contains("mapper_gap"), InputError);
+}
+
 TEST_CASE("stream study: bad allocation keys name the file, the line and the key") {
   auto check = [](const std::string& text, int line, const std::string& key, const std::string& what) {
     const InputError e = test::study_error(text, "fig13.toml");

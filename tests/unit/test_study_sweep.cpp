@@ -203,6 +203,33 @@ name = "exhaustive"
   CHECK_THROWS_AS(parse_study(text + "pareto = \"no\"\n", "g.toml"), InputError);
 }
 
+TEST_CASE("study sweep: gap asks branch and bound for a mapping within the gap; it needs pareto = false") {
+  const std::string text = R"(name = "g"
+[[workload]]
+spec = "net"
+layers = ["a1", "b"]
+[[architecture]]
+spec = "gemmini_default"
+[method]
+name = "exhaustive"
+pareto = false
+)";
+  const auto exact = partition_study(parse_study(text, "g.toml"), &fake_layers);
+  const auto zero = partition_study(parse_study(text + "gap = 0\n", "g.toml"), &fake_layers);
+  const auto gap = partition_study(parse_study(text + "gap = 0.01\n", "g.toml"), &fake_layers);
+  REQUIRE(gap.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(exact[i].payload.find("gap") == std::string::npos);  // exact studies keep their ids
+    CHECK(zero[i].id == exact[i].id);
+    CHECK(gap[i].payload.find(R"("gap":0.01)") != std::string::npos);
+    CHECK(gap[i].id != exact[i].id);
+  }
+  CHECK_THROWS_AS(parse_study(text + "gap = -0.5\n", "g.toml"), InputError);
+  // A front needs every mapping: no gap with it.
+  CHECK_THROWS_WITH_AS(parse_study(replace(text, "pareto = false", "pareto = true") + "gap = 0.01\n", "g.toml"),
+                       doctest::Contains("pareto = false"), InputError);
+}
+
 TEST_CASE("study sweep: layers named by per-layer constraints are not grouped") {
   const std::string text = R"(name = "g"
 [[workload]]

@@ -254,6 +254,38 @@ TEST_CASE("tile cost: off-chip CTs by branch and bound equal the whole front") {
   }
 }
 
+// A relative gap for the per-tile searches (TileCostOptions::mapper_gap): each CT keeps its least
+// cycles, its energy is within the gap of the exact search's, and the cache tells the two apart.
+TEST_CASE("tile cost: a mapper gap keeps each CT's cycles, its energy within the gap, and its own cache keys") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  a.cores[0].levels[2].entries = 2600;  // some rows off-chip: both search paths
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
+  const TileSet ts = rows(w);
+  for (int on : {0, 2}) {
+    const std::vector<int> core(ts.tiles.size(), on);
+    TileCostOptions exact, gap;
+    gap.mapper_gap = 0.05;
+    TileCostStats se, sg;
+    const auto ce = map_tile_costs(w, ts, a, core, exact, &se);
+    const auto cg = map_tile_costs(w, ts, a, core, gap, &sg);
+    REQUIRE(ce.size() == cg.size());
+    for (size_t i = 0; i < ce.size(); ++i) {
+      const double e_exact = ce[i].onchip_energy_pj + ce[i].offchip_energy_pj;
+      const double e_gap = cg[i].onchip_energy_pj + cg[i].offchip_energy_pj;
+      CHECK(cg[i].latency_cc == ce[i].latency_cc);
+      CHECK(e_gap >= e_exact * (1 - 1e-12));
+      CHECK(e_gap <= e_exact * 1.05);
+    }
+    CHECK(sg.mappings_evaluated <= se.mappings_evaluated);
+  }
+  const Einsum e = conv("conv", "a", 8, 32, 1, 6, 3, 1, 1);
+  TileCostOptions zero, gap;
+  zero.mapper_gap = 0;
+  gap.mapper_gap = 0.05;
+  CHECK(tile_cost_cache_key(e, "core", 0, zero) == tile_cost_cache_key(e, "core", 0, TileCostOptions{}));
+  CHECK(tile_cost_cache_key(e, "core", 0, gap) != tile_cost_cache_key(e, "core", 0, zero));
+}
+
 TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets more operands off-chip") {
   Architecture a = load_architecture("tpu_like_quad_core");
   a.cores[0].levels[2].entries = 2600;

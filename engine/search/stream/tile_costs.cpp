@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -239,6 +240,7 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
       ExhaustiveOptions xo;
       xo.objective = o;
       xo.max_mappings = opt.max_mappings;
+      xo.gap = opt.offchip_front ? 0.0 : opt.mapper_gap;
       auto search = [&](const Core& c, const ExhaustiveOptions& x) {
         const auto t0 = std::chrono::steady_clock::now();
         MapperResult r = exhaustive_search(e, c, space, x);
@@ -355,6 +357,8 @@ std::string tile_cost_cache_key(const Einsum& e, const std::string& core_fp, Ten
   put(k, static_cast<int64_t>(opt.objective));
   put(k, static_cast<int64_t>(opt.energy_tiebreak) << 1 | static_cast<int64_t>(opt.offchip_front));
   put(k, opt.max_mappings);
+  // Only with a gap, so that the keys of exact searches (and the caches holding them) stay valid.
+  if (opt.mapper_gap > 0) name("gap"), put(k, std::bit_cast<int64_t>(opt.mapper_gap));
   name(core_fp);
   put(k, static_cast<int64_t>(offchip));
   put(k, static_cast<int64_t>(e.op));

@@ -27,6 +27,9 @@ struct TileCostOptions {
   // and bound (the same choice, much slower; for testing).
   bool offchip_front = false;
   int64_t max_mappings = 0;  // per mapper call; 0 = no limit (exhaustive_search's max_mappings)
+  // Each per-tile search within this relative gap of its optimum (ExhaustiveOptions::gap: the
+  // least cycles exactly, the energy within the gap); 0 = exact. Part of the cache key.
+  double mapper_gap = 0;
   // Called after every mapper call (from the OpenMP threads, one call at a time) with a line that
   // names the CT and core, its rank sizes, what the search evaluated and cut per level, and its
   // time (`mapfuse schedule --trace-mapper`). Empty: nothing is reported.
