@@ -43,7 +43,8 @@ struct ExhaustiveSink final : TileSink {
   ExhaustiveSink(const Einsum& e_, const Core& c_, Objective o, bool f, std::atomic<double>* inc)
       : e(e_), c(c_), objective(o), front(f), incumbent(inc) {}
 
-  // Strictly worse than a mapping already found: an optimum (or a tie) is never cut.
+  // Strictly worse than a mapping already found: an optimum (or a tie) is never cut. With a gap
+  // (widen > 1), no better than the best found by more than the gap: the answer is within it.
   // With the energy tie-break, a bound that can only tie this thread's best on the objective is
   // beaten by more energy (the thread's own pair: the shared incumbent holds no energy).
   bool beaten(double energy_pj, double cycles, int level, int64_t) override {
