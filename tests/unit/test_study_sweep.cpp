@@ -178,8 +178,8 @@ name = "exhaustive"
   CHECK(random[0].label == "net/a1 @ gemmini_default seed 1");
 }
 
-TEST_CASE("study sweep: pareto = false asks the exhaustive units for branch and bound; the default keeps the units as they were") {
-  const std::string text = R"(name = "g"
+// Two layers of the fake network, exhaustive: the [method] keys under test are appended.
+const std::string kTwoLayerExhaustive = R"(name = "g"
 [[workload]]
 spec = "net"
 layers = ["a1", "b"]
@@ -188,6 +188,9 @@ spec = "gemmini_default"
 [method]
 name = "exhaustive"
 )";
+
+TEST_CASE("study sweep: pareto = false asks the exhaustive units for branch and bound; the default keeps the units as they were") {
+  const std::string& text = kTwoLayerExhaustive;
   const auto with_front = partition_study(parse_study(text, "g.toml"), &fake_layers);
   const auto explicit_front = partition_study(parse_study(text + "pareto = true\n", "g.toml"), &fake_layers);
   const auto bound = partition_study(parse_study(text + "pareto = false\n", "g.toml"), &fake_layers);
@@ -204,16 +207,7 @@ name = "exhaustive"
 }
 
 TEST_CASE("study sweep: gap asks branch and bound for a mapping within the gap; it needs pareto = false") {
-  const std::string text = R"(name = "g"
-[[workload]]
-spec = "net"
-layers = ["a1", "b"]
-[[architecture]]
-spec = "gemmini_default"
-[method]
-name = "exhaustive"
-pareto = false
-)";
+  const std::string text = kTwoLayerExhaustive + "pareto = false\n";
   const auto exact = partition_study(parse_study(text, "g.toml"), &fake_layers);
   const auto zero = partition_study(parse_study(text + "gap = 0\n", "g.toml"), &fake_layers);
   const auto gap = partition_study(parse_study(text + "gap = 0.01\n", "g.toml"), &fake_layers);
@@ -226,7 +220,7 @@ pareto = false
   }
   CHECK_THROWS_AS(parse_study(text + "gap = -0.5\n", "g.toml"), InputError);
   // A front needs every mapping: no gap with it.
-  CHECK_THROWS_WITH_AS(parse_study(replace(text, "pareto = false", "pareto = true") + "gap = 0.01\n", "g.toml"),
+  CHECK_THROWS_WITH_AS(parse_study(kTwoLayerExhaustive + "pareto = true\ngap = 0.01\n", "g.toml"),
                        doctest::Contains("pareto = false"), InputError);
 }
 
