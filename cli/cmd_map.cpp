@@ -38,7 +38,7 @@ Command add_map_command(CLI::App& app) {
   cmd->add_option("--batch", o->zoo.batch, "batch size for zoo networks")->check(CLI::PositiveNumber);
   cmd->add_option("--tokens", o->zoo.tokens, "sequence length for gpt3_6.7b")->check(CLI::PositiveNumber);
   cmd->add_flag("--pareto", o->pareto,
-                "also print the energy/cycles Pareto front of each layer (evaluates the whole mapspace)");
+                "also print the energy/cycles Pareto front of each layer (branch and bound against the front found so far)");
   cmd->add_flag("--no-bound", o->no_bound, "evaluate the whole mapspace instead of branch and bound");
   cmd->add_flag("--depth-first", o->depth_first,
                 "branch and bound: extend choices in enumeration order instead of best bound first (for comparison)");
@@ -98,6 +98,7 @@ Command add_map_command(CLI::App& app) {
                 opt.objective = objective;
                 opt.max_mappings = o->max_mappings;
                 opt.front = o->pareto || o->no_bound;
+                opt.bound = !o->no_bound;
                 opt.best_first = !o->depth_first;
                 opt.upper_bound = o->upper_bound;
                 opt.energy_tiebreak = o->energy_tiebreak;
@@ -133,6 +134,12 @@ Command add_map_command(CLI::App& app) {
                   j["mapping"] = to_text(*r.best, e, core);
                 } else {
                   ++failed;
+                }
+                if (o->pareto) {
+                  j["pareto"] = nlohmann::json::array();
+                  for (const ParetoMapping& p : r.pareto)
+                    j["pareto"].push_back(
+                        {{"energy_pj", p.energy_pj}, {"cycles", p.cycles}, {"mapping", to_text(p.mapping, e, core)}});
                 }
                 out_layers.push_back(std::move(j));
                 continue;

@@ -49,6 +49,7 @@ struct ExhaustiveSink final : TileSink {
   // beaten by more energy (the thread's own pair: the shared incumbent holds no energy).
   bool beaten(double energy_pj, double cycles, int level, int64_t) override {
     if (level >= 0) return false;
+    if (front) return cycles > max_cycles || front_dominates(energy_pj, cycles);
     const double v = objective_value(objective, energy_pj, cycles);
     if (energy_tiebreak) {
       const double e = energy_pj * widen;
@@ -59,7 +60,20 @@ struct ExhaustiveSink final : TileSink {
   }
 
   bool has_incumbent() const override {
+    if (front) return !pareto.empty();
     return incumbent->load(std::memory_order_relaxed) < std::numeric_limits<double>::infinity();
+  }
+  // A point of the thread's front no worse in energy and cycles and better in one: it strictly
+  // dominates every mapping costing at least (energy_pj, cycles), so none of them is on the front
+  // and none is the best of an objective monotone in both (ties are never cut).
+  bool front_dominates(double energy_pj, double cycles) const {
+    // By energy ascending, cycles descending: the last point with energy <= energy_pj has the
+    // fewest cycles among those.
+    auto pos = std::upper_bound(pareto.begin(), pareto.end(), energy_pj,
+                                [](double en, const ParetoMapping& p) { return en < p.energy_pj; });
+    if (pos == pareto.begin()) return false;
+    const ParetoMapping& q = *(pos - 1);
+    return q.cycles <= cycles && (q.cycles < cycles || q.energy_pj < energy_pj);
   }
   double priority(double energy_pj, double cycles) const override {
     return objective_value(objective, energy_pj, cycles);
@@ -139,7 +153,8 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   // The scalar bounds hold with on-chip backing too: they count compute steps and what the
   // innermost keeping level serves compute, which backing does not change (a backing level has
   // no fills, and a level counted as a possible keeper that is not one only lowers the bound).
-  spec.bound_scalar = !opt.front;
+  // With a front, a choice is cut once the thread's front strictly dominates its bounds.
+  spec.bound_scalar = opt.bound;
   spec.onchip_backing = opt.onchip_backing;
   spec.merge_passthrough = opt.merge_passthrough;
   spec.best_first = opt.best_first;
@@ -161,27 +176,14 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     if (!opt.front) sinks.back().upper_bound = opt.upper_bound, sinks.back().upper_bound_energy = opt.upper_bound_energy;
   }
   MapperResult out;
-  // Branch and bound takes the roots best first as it does every level's choices: the subtree of
-  // the enumeration's first root (the innermost level keeping nothing) can hold most of the
-  // mapspace and none of the good mappings, and searched first under a poor incumbent it cut
-  // almost nothing (a depthwise layer on Eyeriss: 40 M mappings evaluated before the optimum's
-  // root came). Ties keep the enumeration order; the answer does not depend on the order.
+  // Branch and bound takes the roots best first as it does every level's choices (a depthwise
+  // layer on Eyeriss in enumeration order: 40 M mappings evaluated before the optimum's root
+  // came), then probes them (TileWorker::probe) for a good incumbent. The answer does not depend
+  // on the order.
   std::vector<size_t> order(s.roots());
   std::iota(order.begin(), order.end(), size_t{0});
-  if (spec.bound_scalar && spec.best_first) {
-    std::vector<std::array<double, 3>> key(s.roots());
-    for (size_t i = 0; i < s.roots(); ++i) {
-      double energy = 0, cycles = 0;
-      s.root_bounds(i, energy, cycles);
-      key[i] = {sinks[0].priority(energy, cycles), energy, cycles};
-    }
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
-  }
-  // The probes (TileWorker::probe: one dive per root that fills each level's capacity first) take
-  // the roots best first until they have enumerated this many choices in all: a few hundred
-  // roots. Gemmini's ResNet-18 layers have up to ~9,000 roots, whose probes cost more than they
-  // saved; Eyeriss's depthwise layer has 130.
-  constexpr int64_t kProbeBudget = int64_t{1} << 19;
+  if (spec.bound_scalar && spec.best_first) order = s.roots_best_first(sinks[0]);
+  constexpr int64_t kProbeBudget = TileSearch::kProbeBudget;
   std::atomic<int64_t> probe_work{0};
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).

@@ -28,11 +28,12 @@ struct ExhaustiveOptions {
   // merged nest costs no more), the optimum's text may differ. false: every split (testing).
   bool merge_passthrough = true;
   int64_t max_mappings = 0;   // stop with an error beyond this many evaluations; 0 = no limit
-  // true: also the energy/cycles Pareto front of the valid mappings (every mapping is evaluated).
-  // false: the optimum only, by branch and bound (TileSearchSpec::bound_scalar): partial choices
-  // whose completions cannot beat the best mapping found so far are not extended; the front is
-  // left empty and the counts depend on the thread count (the optimum does not).
+  // true: also the energy/cycles Pareto front of the valid mappings. false: the optimum only.
+  // With `bound`, both by branch and bound (TileSearchSpec::bound_scalar): partial choices whose
+  // completions' lower bounds the best mapping found so far beats (a front: strictly dominates)
+  // are not extended; the counts depend on the thread count, the optimum and the front do not.
   bool front = true;
+  bool bound = true;  // false: evaluate the whole mapspace (--no-bound; testing)
   // Tensors the caller's constraints hold whole on chip (Stream's per-tile costs, tile_cost.hpp):
   // the outermost level does not keep them and their outermost kept level is their backing store
   // (FlatMapping::onchip_backing; Mapping::levels.back().keep still lists them). The constraints
@@ -88,7 +89,7 @@ struct MapperResult {
   double mapspace_at_least = 0;
   int64_t pruned = 0;      // partial mappings cut at a full level
   int64_t lane_calls = 0;  // SIMD evaluator calls (evaluated / lane_calls = lanes filled)
-  // Branch and bound (front = false): per level, choices cut because the best mapping found so far
+  // Branch and bound: per level, choices cut because the best mapping (or the front) found so far
   // beat the lower bounds of all their completions.
   std::vector<int64_t> bound_pruned;
   // Branch and bound: complete choices that passed their bound when parked for SIMD evaluation

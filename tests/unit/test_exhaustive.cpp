@@ -162,8 +162,8 @@ struct Brute {
   }
 };
 
-// Branch and bound (no front): the brute force's optimum, never more evaluations than the full
-// search, on one and on two threads (the incumbent is shared, so the cuts differ; the optimum not).
+// Branch and bound (no front): the brute force's optimum, never more evaluations than the
+// unbounded search, on one and on two threads (the incumbent is shared, so the cuts differ; the optimum not).
 void compare_bounded(const Einsum& e, const Core& c, Objective obj, double brute_best, int64_t full_evaluated) {
   const int threads = omp_get_max_threads();
   for (int n : {1, 2}) {
@@ -193,6 +193,7 @@ void compare(const Einsum& e, const Core& c, Objective obj) {
   // whose front the merged, order-reduced search must equal.
   opt.reduce_orders = false;
   opt.merge_passthrough = false;
+  opt.bound = false;  // and nothing bounded: `pruned`'s front (bounded) must equal this one
   const MapperResult all_orders = exhaustive_search(e, c, {}, opt);
   opt.prune = false;
   const MapperResult full = exhaustive_search(e, c, {}, opt);
@@ -226,7 +227,7 @@ void compare(const Einsum& e, const Core& c, Objective obj) {
   const MapperResult by_cycles = exhaustive_search(e, c, {}, {.objective = Objective::Cycles});
   CHECK(pruned.pareto.front().energy_pj == by_energy.cost.energy_pj);
   CHECK(pruned.pareto.back().cycles == by_cycles.cost.cycles);
-  compare_bounded(e, c, obj, b.best, pruned.evaluated);
+  compare_bounded(e, c, obj, b.best, all_orders.evaluated);
 }
 
 }  // namespace
@@ -263,7 +264,8 @@ TEST_CASE("mapper: constraints pin part of the mapping; impossible ones find not
   s.levels[2].order = std::vector<int>{0, 1, 2};  // DRAM: M outer, then N, then K
   s.levels[1].keep = TensorMask{0b110};           // buffer keeps B and Z
   s.levels[1].spatial_x = 0u;                     // no spatial spread
-  const MapperResult r = exhaustive_search(e, c, s);
+  // The whole mapspaces (nothing bounded), whose sizes are compared below.
+  const MapperResult r = exhaustive_search(e, c, s, {.bound = false});
   REQUIRE(r.best.has_value());
   CHECK(r.best->levels[1].keep == 0b110);
   for (const Loop& lp : r.best->levels[1].loops) CHECK(lp.kind == LoopKind::Temporal);
@@ -273,7 +275,7 @@ TEST_CASE("mapper: constraints pin part of the mapping; impossible ones find not
     last = lp.rank;
   }
   // Fewer mappings than the free space, and never better than it.
-  const MapperResult free = exhaustive_search(e, c, {});
+  const MapperResult free = exhaustive_search(e, c, {}, {.bound = false});
   CHECK(r.evaluated < free.evaluated);
   CHECK(r.cost.edp() >= free.cost.edp());
   // A buffer that must keep everything with K = 4 forced into the RF cannot fit: no mapping.
@@ -305,7 +307,7 @@ TEST_CASE("mapper: results do not depend on the thread count, and a budget stops
   CHECK(a.cost.edp() == one.cost.edp());
   REQUIRE(a.pareto.size() == one.pareto.size());
   for (size_t i = 0; i < a.pareto.size(); ++i) CHECK(to_text(a.pareto[i].mapping, e, c) == to_text(one.pareto[i].mapping, e, c));
-  CHECK_THROWS_AS(exhaustive_search(e, c, {}, {.max_mappings = 100}), InputError);
+  CHECK_THROWS_AS(exhaustive_search(e, c, {}, {.max_mappings = 100, .bound = false}), InputError);
   // The refusal names how large the mapspace is at least and a level to constrain. (Branch and
   // bound, best first, now finds this optimum within 100 evaluations.) One thread: with two, how
   // many leaves are evaluated before the budget is checked depends on their timing, and the
@@ -376,8 +378,10 @@ TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 la
     for (Objective obj : {Objective::Edp, Objective::Energy, Objective::Cycles}) {
       ExhaustiveOptions opt;
       opt.objective = obj;
+      opt.bound = false;
       const MapperResult full = exhaustive_search(e, c, space, opt);
       opt.front = false;
+      opt.bound = true;
       const MapperResult bb = exhaustive_search(e, c, space, opt);
       INFO(name << " " << to_string(obj) << ": " << bb.evaluated << " of " << full.evaluated << " evaluated");
       REQUIRE(full.best.has_value());
@@ -385,6 +389,19 @@ TEST_CASE("mapper: branch and bound finds the exhaustive optimum on ResNet-18 la
       CHECK(objective_value(obj, bb.cost) == objective_value(obj, full.cost));
       CHECK(to_text(*bb.best, e, c) == to_text(*full.best, e, c));  // ties broken the same way
       CHECK(bb.evaluated < full.evaluated);
+      if (obj != Objective::Edp) continue;
+      // The front by branch and bound (cut where it strictly dominates a choice's bounds): the
+      // whole mapspace's front, point for point and mapping for mapping.
+      opt.front = true;
+      const MapperResult bf = exhaustive_search(e, c, space, opt);
+      INFO(name << " front: " << bf.evaluated << " of " << full.evaluated << " evaluated");
+      REQUIRE(bf.pareto.size() == full.pareto.size());
+      for (size_t i = 0; i < bf.pareto.size(); ++i) {
+        CHECK(bf.pareto[i].energy_pj == full.pareto[i].energy_pj);
+        CHECK(bf.pareto[i].cycles == full.pareto[i].cycles);
+        CHECK(to_text(bf.pareto[i].mapping, e, c) == to_text(full.pareto[i].mapping, e, c));
+      }
+      CHECK(bf.evaluated < full.evaluated);
     }
   });
 }
@@ -491,8 +508,10 @@ TEST_CASE("mapper: dropping dominated loop orders keeps the optimum where the or
   for (Objective obj : {Objective::Energy, Objective::Edp}) {
     ExhaustiveOptions opt;
     opt.objective = obj;
+    opt.bound = false;
     const MapperResult all = exhaustive_search(e, c, space, opt);
     opt.front = false;
+    opt.bound = true;
     const MapperResult bb = exhaustive_search(e, c, space, opt);
     REQUIRE(all.best.has_value());
     REQUIRE(bb.best.has_value());
@@ -645,8 +664,10 @@ TEST_CASE("mapper: branch and bound with the energy tie-break equals the front's
   each_dosa_layer([](const char* name, const Einsum& e, const Core& c, const Mapspace& space) {
     ExhaustiveOptions opt;
     opt.objective = Objective::Cycles;
+    opt.bound = false;
     const MapperResult full = exhaustive_search(e, c, space, opt);
     REQUIRE(!full.pareto.empty());
+    opt.bound = true;
     const ParetoMapping& fastest = full.pareto.back();  // by energy ascending: the fewest cycles last
     opt.front = false;
     opt.energy_tiebreak = true;

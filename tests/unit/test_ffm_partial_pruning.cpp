@@ -165,6 +165,7 @@ TEST_CASE("ffm: GPT-3's Einsums on accelforge_tpu_v4i keep every pmapping front 
     for (size_t k = big ? step : 0; k < all.size(); k += step) ctx.push_back(all[k]);
     PmappingOptions on, off;
     off.prune_partial = false;
+    off.bound_front = false;
     const EinsumPmappings a = generate_pmappings(w, i, c, on, ctx);
     const EinsumPmappings b = generate_pmappings(w, i, c, off, ctx);
     with += a.evaluated;
@@ -270,4 +271,55 @@ TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only
   MESSAGE(lanes << " completions of " << rows << " classified choices; " << skipped
                 << " skipped by the classification, each above the front's threshold");
   CHECK(skipped > 1000);
+}
+
+// Branch and bound against the context's front (PmappingOptions::bound_front) where partial
+// pruning does not apply: convolutions, whose inputs have halos. Every context's front, unfused
+// and fused, equals the one found with nothing bounded, on cores with and without fusion, fan-outs
+// and bypasses; a strided conv and a depthwise one, whose window tensors have their own bounds.
+TEST_CASE("ffm: branch and bound against the front keeps every convolution context's front exactly") {
+  Workload w;
+  w.name = "conv_bb";
+  w.einsums.push_back(make_conv("c1", {.K = 4, .C = 2, .P = 4, .Q = 4, .R = 3, .S = 3}, "x", "w1", "a"));
+  w.einsums.push_back(make_conv("c2", {.K = 4, .C = 4, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2, .Hstride = 2}, "a",
+                                "w2", "b"));
+  w.einsums.push_back(make_depthwise_conv("dw", {.C = 4, .P = 1, .Q = 1, .R = 2, .S = 2}, "b", "w3", "d"));
+  finalize(w);
+  int64_t fronts = 0, points = 0, cut = 0, with = 0, without = 0;
+  for (const std::string arch : {"gemmini_default", "ffm_edge", "accelforge_eyeriss"}) {
+    const Core& c = test::preset_core(arch);
+    int64_t arch_with = 0, arch_without = 0;
+    for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
+      PmappingOptions on, off;
+      off.bound_front = false;
+      // Every unfused context (bounded) and fused ones spread over the list (not bounded: their
+      // searches are the same either way, and they take most of the time).
+      std::vector<PmappingContext> ctx;
+      size_t fused = 0;
+      for (const PmappingContext& x : make_contexts(w, i, c, on))
+        if (x.fused.backing_level < 0 || fused++ % 8 == 0) ctx.push_back(x);
+      const EinsumPmappings a = generate_pmappings(w, i, c, on, ctx);
+      const EinsumPmappings b = generate_pmappings(w, i, c, off, ctx);
+      CHECK(a.partial_evaluated == 0);  // no partial pruning here: the bound is what cuts
+      arch_with += a.evaluated;
+      arch_without += b.evaluated;
+      REQUIRE(a.pmappings.size() == b.pmappings.size());
+      for (size_t k = 0; k < ctx.size(); ++k) {
+        const Front y = test::pmapping_criteria(b.pmappings[k], c, ctx[k]);
+        INFO(arch << " Einsum " << w.einsums[i].name << " context " << k);
+        CHECK(test::pmapping_criteria(a.pmappings[k], c, ctx[k]) == y);
+        fronts += !y.empty();
+        points += static_cast<int64_t>(y.size());
+        cut += ctx[k].fused.backing_level < 0;  // a context the bound applies to
+      }
+    }
+    MESSAGE(arch << ": evaluated " << arch_with << " with the bound, " << arch_without << " without");
+    CHECK(arch_with < arch_without);
+    with += arch_with, without += arch_without;
+  }
+  MESSAGE(fronts << " fronts, " << points << " points; " << cut << " contexts bounded");
+  CHECK(fronts > 30);
+  CHECK(points > fronts);  // fronts of several points: not only the least energy is checked
+  CHECK(cut > 0);
+  CHECK(with * 5 < without);
 }

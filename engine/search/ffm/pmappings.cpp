@@ -618,6 +618,9 @@ struct PmappingSink final : TileSink {
     return false;
   }
 
+  // Branch and bound (TileSearchSpec::bound_scalar) cuts once the front has a point.
+  bool has_incumbent() const override { return prune && !list.empty(); }
+
   // Strictly dominated by a point of the front (equal criteria are not: they tie).
   // The point that rejected the last candidate is tried first (neighbouring candidates tend to be
   // dominated by the same point).
@@ -740,6 +743,10 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
     spec.merge_supports = true;
     spec.prune_partial = o.prune_partial;
     spec.merge_passthrough = o.merge_passthrough && o.prune;
+    // The scalar bounds are made for a whole Einsum over the core's levels: not for a fused
+    // tile's backing level or its accumulated tiles.
+    spec.bound_scalar = o.bound_front && o.prune && ctx.fused.backing_level < 0 && spec.rest_tiles == 0;
+    spec.best_first = spec.bound_scalar;
     spec.last_level_min_orders = o.last_level_min_orders;
     spec.max_evaluations = o.max_evaluations;
     spec.budget = &budget;
@@ -751,6 +758,8 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
   std::vector<std::unique_ptr<TileSearch>> searches(K);
   std::vector<std::pair<uint32_t, uint32_t>> items;  // (context, root) of a wave's contexts without partial pruning
   std::vector<size_t> partial;                      // a wave's contexts pruned level by level
+  std::vector<std::pair<uint32_t, uint32_t>> probes;  // (context, root) of a wave's bounded contexts, best first
+  std::unique_ptr<std::atomic<int64_t>[]> probe_work(new std::atomic<int64_t>[K]);
   const int threads = omp_get_max_threads();
   // Sinks per thread and context, made when a thread first works on the context.
   std::vector<std::vector<std::unique_ptr<PmappingSink>>> sinks(static_cast<size_t>(threads));
@@ -775,12 +784,31 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
       {
         partial.clear();
         items.clear();
-        for (size_t k = w0; k < w1; ++k)
-          if (searches[k]->partial_pruning())  // items once its inner levels are pruned
+        probes.clear();
+        for (size_t k = w0; k < w1; ++k) {
+          probe_work[k] = 0;
+          if (searches[k]->partial_pruning()) {  // items once its inner levels are pruned
             partial.push_back(k);
-          else
+          } else if (searches[k]->best_first()) {
+            // Roots best first, probed in that order for a front that cuts early (as the
+            // exhaustive mapper does for its incumbent).
+            const PmappingSink order_by(tiles[k], c, out.contexts[k], tracked, o.prune, fills[k]);
+            for (size_t i : searches[k]->roots_best_first(order_by)) {
+              items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
+              probes.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
+            }
+          } else {
             for (size_t i = 0; i < searches[k]->roots(); ++i)
               items.emplace_back(static_cast<uint32_t>(k), static_cast<uint32_t>(i));
+          }
+        }
+      }
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t n = 0; n < static_cast<int64_t>(probes.size()); ++n) {
+        const auto [k, i] = probes[static_cast<size_t>(n)];
+        if (probe_work[k].load(std::memory_order_relaxed) >= TileSearch::kProbeBudget) continue;
+        if (!mine[k]) mine[k] = std::make_unique<PmappingSink>(tiles[k], c, out.contexts[k], tracked, o.prune, fills[k]);
+        probe_work[k] += worker.probe(*searches[k], i, *mine[k]);
       }
 #pragma omp for schedule(dynamic, 1)
       for (int64_t n = 0; n < static_cast<int64_t>(partial.size()); ++n) {

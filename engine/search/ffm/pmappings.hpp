@@ -75,6 +75,11 @@ struct PmappingOptions {
   size_t last_level_min_orders = 8;  // TileSearchSpec::last_level_min_orders (1: compare all; testing)
   bool merge_passthrough = true;  // with prune: a level keeping nothing leaves its loops to the one above
                                   // (TileSearchSpec::merge_passthrough; false: testing)
+  // With prune: branch and bound against the context's front where partial pruning does not
+  // apply (convolutions' window tensors): a choice is not extended once a pmapping of the front
+  // strictly dominates the lower bounds of all its completions (TileSearchSpec::bound_scalar;
+  // exact; false: testing). Contexts with a backing level or accumulated tiles are not bounded.
+  bool bound_front = true;
   bool allow_fusion = true;    // false: only the unfused context
   // Nested fusion (docs/ffm.md): at most this many loops per Einsum that a run of consecutive
   // Einsums inside a fusion group shares below the group's loops (0 = none: every loop of a

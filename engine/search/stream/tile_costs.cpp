@@ -282,6 +282,7 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
         // on-chip operands backed on chip: branch and bound with the energy tie-break (or, with
         // TileCostOptions::offchip_front, the whole energy/cycles front, which picks the same).
         xo.front = opt.offchip_front;
+        xo.bound = !opt.offchip_front;  // the whole front, as a reference
         xo.energy_tiebreak = opt.energy_tiebreak;
         xo.onchip_backing = onchip;
         // The best of the kept sets searched before is known to be reached: only better ones

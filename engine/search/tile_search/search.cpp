@@ -3,6 +3,7 @@
 // uses, what merged supports and partial pruning may do) and the roots the workers start from;
 // TileCandidate: an evaluated lane turned into a Mapping or a tie-break key.
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <bit>
 #include <limits>
@@ -305,6 +306,9 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       partial_ = false;
       return;
     }
+  // Partial pruning has its own bounds (the rows' completions) and enumerates without roots; the
+  // per-level scalar bounds would find no bounds made for the choices it parks.
+  if (partial_) spec_.bound_scalar = false;
   if (partial_) return;  // enumerated level by level from nothing (TileWorker::prune), not from roots
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
@@ -323,6 +327,19 @@ void TileSearch::root_bounds(size_t i, double& energy, double& cycles) const {
   std::array<int64_t, kMaxRanks> rest{};
   for (int r = 0; r < R; ++r) rest[r] = e_.ranks[r].size / (root.t[r] * root.x[r] * root.y[r]);
   scalar_bounds(&root, 0, rest, energy, cycles);
+}
+
+std::vector<size_t> TileSearch::roots_best_first(const TileSink& sink) const {
+  std::vector<std::array<double, 3>> key(roots_.size());
+  for (size_t i = 0; i < roots_.size(); ++i) {
+    double energy = 0, cycles = 0;
+    root_bounds(i, energy, cycles);
+    key[i] = {sink.priority(energy, cycles), energy, cycles};
+  }
+  std::vector<size_t> order(roots_.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  return order;
 }
 
 void TileSearch::make_spread_tables() {

@@ -67,10 +67,12 @@ struct TileSearchSpec {
   // between storage nodes. Cuts the splits that differ only in which side of an empty level a
   // factor sits (docs/mapper.md, "Pass-through levels").
   bool merge_passthrough = false;
-  // Branch and bound for a scalar objective (docs/mapper.md, "Branch and bound"): after each
-  // level run() chooses, lower bounds on the energy and cycles of every completion of the choice
-  // (scalar_bounds) go to the sink's beaten(energy, cycles, -1, 0), and a beaten choice is not
-  // extended. Single-Einsum searches only (no backing level, no fused tiles).
+  // Branch and bound (docs/mapper.md, "Branch and bound"): after each level run() chooses, lower
+  // bounds on the energy and cycles of every completion of the choice (scalar_bounds) go to the
+  // sink's beaten(energy, cycles, -1, 0), and a beaten choice is not extended. The sink decides
+  // what beats: a scalar objective's incumbent, or a front that strictly dominates the bounds
+  // (the exhaustive mapper's front, FFM's unfused contexts). Single-Einsum searches only (no
+  // backing level, no fused tiles); ignored where partial pruning applies (it has its own bounds).
   bool bound_scalar = false;
   // With bound_scalar: a level's choices are bounded first and extended best first (the sink's
   // priority() of their bounds), so that a good mapping is found early and the bound cuts more.
@@ -154,6 +156,14 @@ class TileSearch {
   // Branch and bound: lower bounds on the energy and cycles of every mapping under root i
   // (scalar_bounds of the innermost level alone), for taking the roots best first.
   void root_bounds(size_t i, double& energy, double& cycles) const;
+  // Branch and bound's order of the roots: by the sink's priority() of their bounds, ties in
+  // enumeration order (the subtree of the first root in enumeration order, the innermost level
+  // keeping nothing, can hold most of the mapspace and none of the good mappings).
+  std::vector<size_t> roots_best_first(const TileSink& sink) const;
+  // How much probing (TileWorker::probe's returns) a search's roots get before the full search:
+  // a few hundred roots. Gemmini's ResNet-18 layers have up to ~9,000 roots, whose probes cost
+  // more than they saved; Eyeriss's depthwise layer has 130.
+  static constexpr int64_t kProbeBudget = int64_t{1} << 19;
   const EvalPlan& plan() const { return plan_; }
   const Einsum& einsum() const { return e_; }
   int levels() const { return L; }
@@ -161,6 +171,10 @@ class TileSearch {
   // Whether partial choices are pruned (TileSearchSpec::prune_partial and the Einsum qualifies):
   // then TileWorker::prune and complete enumerate it, not run().
   bool partial_pruning() const { return partial_; }
+  // Whether run() bounds each level's choices (TileSearchSpec::bound_scalar; partial pruning
+  // takes precedence) and takes them best first.
+  bool bounded() const { return spec_.bound_scalar; }
+  bool best_first() const { return spec_.bound_scalar && spec_.best_first; }
   // A lower bound on the mapspace's size: the ways to split every rank over the levels' temporal
   // loops (within the constraints' factor bounds) times the kept sets of every level; spatial
   // factors and loop orders only multiply it. For messages about a mapspace too large to search.
