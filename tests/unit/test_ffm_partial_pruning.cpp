@@ -275,8 +275,9 @@ TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only
 
 // Branch and bound against the context's front (PmappingOptions::bound_front) where partial
 // pruning does not apply: convolutions, whose inputs have halos. Every context's front, unfused
-// and fused, equals the one found with nothing bounded, on cores with and without fusion, fan-outs
-// and bypasses; a strided conv and a depthwise one, whose window tensors have their own bounds.
+// and fused (backed on chip, resident weights, tiles accumulating over shared reduction loops),
+// equals the one found with nothing bounded, on cores with and without fusion, fan-outs and
+// bypasses; a strided conv and a depthwise one, whose window tensors have their own bounds.
 TEST_CASE("ffm: branch and bound against the front keeps every convolution context's front exactly") {
   Workload w;
   w.name = "conv_bb";
@@ -285,19 +286,23 @@ TEST_CASE("ffm: branch and bound against the front keeps every convolution conte
                                 "w2", "b"));
   w.einsums.push_back(make_depthwise_conv("dw", {.C = 4, .P = 1, .Q = 1, .R = 2, .S = 2}, "b", "w3", "d"));
   finalize(w);
-  int64_t fronts = 0, points = 0, cut = 0, with = 0, without = 0;
-  for (const std::string arch : {"gemmini_default", "ffm_edge", "accelforge_eyeriss"}) {
+  int64_t unfused = 0, fused = 0, accumulating = 0, resident = 0, points = 0, with = 0, without = 0;
+  // Nested fusion (one loop) adds contexts whose output accumulates over a shared loop.
+  const std::vector<std::pair<std::string, int>> cases = {
+      {"gemmini_default", 0}, {"gemmini_fusable", 0}, {"ffm_edge", 0}, {"accelforge_eyeriss", 0}, {"ffm_edge", 1}};
+  for (const auto& [arch, nested] : cases) {
     const Core& c = test::preset_core(arch);
     int64_t arch_with = 0, arch_without = 0;
     for (int i = 0; i < static_cast<int>(w.einsums.size()); ++i) {
       PmappingOptions on, off;
       off.bound_front = false;
-      // Every unfused context (bounded) and fused ones spread over the list (not bounded: their
-      // searches are the same either way, and they take most of the time).
+      on.nested_loops = off.nested_loops = nested;
+      // Every unfused context and some of the fused ones, spread over the list (the unbounded
+      // searches take the time).
       std::vector<PmappingContext> ctx;
-      size_t fused = 0;
+      size_t n = 0;
       for (const PmappingContext& x : make_contexts(w, i, c, on))
-        if (x.fused.backing_level < 0 || fused++ % 8 == 0) ctx.push_back(x);
+        if (x.fused.backing_level < 0 || n++ % (nested ? 8 : 6) == 0) ctx.push_back(x);
       const EinsumPmappings a = generate_pmappings(w, i, c, on, ctx);
       const EinsumPmappings b = generate_pmappings(w, i, c, off, ctx);
       CHECK(a.partial_evaluated == 0);  // no partial pruning here: the bound is what cuts
@@ -308,18 +313,113 @@ TEST_CASE("ffm: branch and bound against the front keeps every convolution conte
         const Front y = test::pmapping_criteria(b.pmappings[k], c, ctx[k]);
         INFO(arch << " Einsum " << w.einsums[i].name << " context " << k);
         CHECK(test::pmapping_criteria(a.pmappings[k], c, ctx[k]) == y);
-        fronts += !y.empty();
+        if (y.empty()) continue;
         points += static_cast<int64_t>(y.size());
-        cut += ctx[k].fused.backing_level < 0;  // a context the bound applies to
+        if (ctx[k].fused.backing_level < 0) {
+          ++unfused;
+        } else {
+          ++fused;
+          accumulating += ctx[k].fused.reduction > 1;
+          resident += ctx[k].fused.resident != 0;
+        }
       }
     }
-    MESSAGE(arch << ": evaluated " << arch_with << " with the bound, " << arch_without << " without");
+    MESSAGE(arch << std::string(nested ? ", nested" : "") << ": evaluated " << arch_with << " with the bound, " << arch_without
+                 << " without");
     CHECK(arch_with < arch_without);
     with += arch_with, without += arch_without;
   }
-  MESSAGE(fronts << " fronts, " << points << " points; " << cut << " contexts bounded");
-  CHECK(fronts > 30);
-  CHECK(points > fronts);  // fronts of several points: not only the least energy is checked
-  CHECK(cut > 0);
-  CHECK(with * 5 < without);
+  MESSAGE(unfused << " unfused and " << fused << " fused fronts (" << accumulating << " accumulating, " << resident
+                  << " with resident tensors), " << points << " points");
+  CHECK(unfused >= 8);
+  CHECK(fused > 30);
+  CHECK(accumulating > 0);
+  CHECK(resident > 0);
+  CHECK(points > unfused + fused);  // fronts of several points: not only the least energy is checked
+  CHECK(with * 20 < without);
+}
+
+namespace {
+
+// Cuts every choice whose reservation at the backing level is said to exceed a threshold, and
+// counts the lanes within it (the words computed from the candidate, as PmappingSink counts them).
+struct ReservationSink final : TileSink {
+  const Einsum& e;
+  int b;
+  TensorMask at_b;
+  int64_t limit;
+  bool cut;
+  int64_t within = 0, lanes = 0;
+  ReservationSink(const Einsum& e_, int b_, TensorMask at_b_, int64_t limit_, bool cut_)
+      : e(e_), b(b_), at_b(at_b_), limit(limit_), cut(cut_) {}
+  void consume(const TileCandidate& cand, const CompactCost& cost) override {
+    if (cost.invalid != Invalid::None && cost.invalid != Invalid::CapacityExceeded) return;
+    std::array<int64_t, kMaxRanks> ext{};
+    ext.fill(1);
+    for (int l = 0; l <= b; ++l)
+      for (int r = 0; r < static_cast<int>(e.ranks.size()); ++r)
+        ext[r] *= cand.factor(l, LoopKind::Temporal, r) * cand.factor(l, LoopKind::SpatialX, r) *
+                  cand.factor(l, LoopKind::SpatialY, r);
+    int64_t words = 0;
+    const TensorMask keep = static_cast<TensorMask>((*cand.keep)[b] & ~at_b);
+    for (int t = 0; t < static_cast<int>(e.tensors.size()); ++t) {
+      if (!(keep >> t & 1)) continue;
+      int64_t v = 1;
+      for (const auto& dim : e.tensors[t].dims) v *= Einsum::dim_extent(dim, ext.data());
+      words += v;
+    }
+    ++lanes;
+    within += words <= limit;
+  }
+  bool has_incumbent() const override { return true; }
+  bool beaten(double, double, int level, int64_t words) override { return cut && level == b && words > limit; }
+};
+
+}  // namespace
+
+// The reservation a fused context's branch and bound passes to its sink (backing_words: the words
+// kept at the backing level besides the exchanged and resident tensors, once that level is
+// chosen) is exact: cutting every choice said to keep more than a limit there loses no mapping
+// within the limit, and does cut. (A reservation overstated by any amount fails this test; the
+// fronts of the test above are too small to show it.)
+TEST_CASE("ffm: the reservation branch and bound passes to the front is the one the front counts") {
+  Workload w;
+  w.name = "conv_res";
+  w.einsums.push_back(make_conv("c1", {.K = 4, .C = 2, .P = 4, .Q = 4, .R = 3, .S = 3}, "x", "w1", "a"));
+  w.einsums.push_back(make_conv("c2", {.K = 4, .C = 4, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2, .Hstride = 2}, "a",
+                                "w2", "b"));
+  finalize(w);
+  int64_t contexts = 0, cut_somewhere = 0;
+  for (const std::string arch : {"gemmini_fusable", "ffm_edge"})
+    for (int ei = 0; ei < 2; ++ei) {
+    const Core& c = test::preset_core(arch);
+    size_t n = 0;
+    for (const PmappingContext& ctx : make_contexts(w, ei, c, {})) {
+      if (ctx.fused.backing_level < 0 || n++ % 3 != 0) continue;
+      const Einsum tile = tile_einsum(w.einsums[static_cast<size_t>(ei)], ctx.shared);
+      TileSearchSpec spec;
+      spec.top = ctx.top_level;
+      spec.backing_level = ctx.fused.backing_level;
+      spec.onchip_backing = ctx.fused.at_b();
+      spec.merge_supports = true;
+      spec.bound_scalar = true;
+      const Mapspace space;  // the search keeps a reference
+      const TileSearch s(tile, c, space, spec);
+      for (const int64_t limit : {int64_t{4}, int64_t{16}, int64_t{64}}) {
+        ReservationSink all(tile, spec.backing_level, spec.onchip_backing, limit, false);
+        ReservationSink bounded(tile, spec.backing_level, spec.onchip_backing, limit, true);
+        TileWorker a, b;
+        for (size_t i = 0; i < s.roots(); ++i) a.run(s, i, all), b.run(s, i, bounded);
+        a.finish();
+        b.finish();
+        INFO(arch << " context at level " << spec.backing_level << ", limit " << limit);
+        CHECK(bounded.within == all.within);
+        cut_somewhere += bounded.lanes < all.lanes && all.within > 0;
+      }
+      ++contexts;
+    }
+  }
+  MESSAGE(contexts << " fused contexts; " << cut_somewhere << " (context, limit) pairs where the limit cut");
+  CHECK(contexts > 5);
+  CHECK(cut_somewhere > 5);
 }

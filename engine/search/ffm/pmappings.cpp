@@ -743,9 +743,11 @@ EinsumPmappings generate_each(const Workload& w, int ei, const Core& c, const Pm
     spec.merge_supports = true;
     spec.prune_partial = o.prune_partial;
     spec.merge_passthrough = o.merge_passthrough && o.prune;
-    // The scalar bounds are made for a whole Einsum over the core's levels: not for a fused
-    // tile's backing level or its accumulated tiles.
-    spec.bound_scalar = o.bound_front && o.prune && ctx.fused.backing_level < 0 && spec.rest_tiles == 0;
+    // The bounds are per tile (the tile Einsum with its exchanged and resident tensors backed at
+    // b, as for Stream's on-chip operands); PmappingSink::beaten scales them to the context's
+    // tiles as it does the completion bounds. An accumulating tile also reads its partial sums,
+    // and the resident fill and extra words only add: the bounds stay lower bounds.
+    spec.bound_scalar = o.bound_front && o.prune;
     spec.best_first = spec.bound_scalar;
     spec.last_level_min_orders = o.last_level_min_orders;
     spec.max_evaluations = o.max_evaluations;

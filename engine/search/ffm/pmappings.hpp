@@ -78,7 +78,7 @@ struct PmappingOptions {
   // With prune: branch and bound against the context's front where partial pruning does not
   // apply (convolutions' window tensors): a choice is not extended once a pmapping of the front
   // strictly dominates the lower bounds of all its completions (TileSearchSpec::bound_scalar;
-  // exact; false: testing). Contexts with a backing level or accumulated tiles are not bounded.
+  // exact; false: testing). Unfused and fused contexts alike.
   bool bound_front = true;
   bool allow_fusion = true;    // false: only the unfused context
   // Nested fusion (docs/ffm.md): at most this many loops per Einsum that a run of consecutive

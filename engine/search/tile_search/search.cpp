@@ -203,8 +203,6 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
         return words * lv.multiple_buffering > lv.entries;
       });
     }
-  if (spec.bound_scalar && (spec.backing_level >= 0 || spec.rest_tiles > 0))
-    throw std::logic_error("TileSearch: branch and bound needs a single-Einsum search");
   for (int l = 0; l < L; ++l) {
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(l)];
     inv_bw_[static_cast<size_t>(l)] = {lv.read_bw > 0 ? 1 / lv.read_bw : 0, lv.write_bw > 0 ? 1 / lv.write_bw : 0,

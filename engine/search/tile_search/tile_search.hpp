@@ -71,8 +71,9 @@ struct TileSearchSpec {
   // bounds on the energy and cycles of every completion of the choice (scalar_bounds) go to the
   // sink's beaten(energy, cycles, -1, 0), and a beaten choice is not extended. The sink decides
   // what beats: a scalar objective's incumbent, or a front that strictly dominates the bounds
-  // (the exhaustive mapper's front, FFM's unfused contexts). Single-Einsum searches only (no
-  // backing level, no fused tiles); ignored where partial pruning applies (it has its own bounds).
+  // (the exhaustive mapper's front, FFM's contexts). With a backing level or accumulating tiles
+  // the bounds are per tile: the sink scales them (PmappingSink::beaten). Ignored where partial
+  // pruning applies (it has its own bounds).
   bool bound_scalar = false;
   // With bound_scalar: a level's choices are bounded first and extended best first (the sink's
   // priority() of their bounds), so that a good mapping is found early and the bound cuts more.

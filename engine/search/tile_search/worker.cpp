@@ -56,7 +56,10 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       for (int r = 0; r < s->R; ++r) rest[r] /= spatial.x[r] * spatial.y[r];
       double energy = 0, cycles = 0;
       bounds_of(l, rest, energy, cycles, true);
-      const bool beaten = sink->beaten(energy, cycles, -1, 0);
+      int level = -1;
+      int64_t words = 0;
+      backing_words(l - 1, level, words);  // level l's tile is open
+      const bool beaten = sink->beaten(energy, cycles, level, words);
       owner->bound_pruned[static_cast<size_t>(l)] += beaten;
       return beaten;
     };
@@ -91,6 +94,8 @@ void TileWorker::State::extend(int l, const std::array<int64_t, kMaxRanks>& rema
   chosen[l].keep = rk.keep;
   last_energy_lb = rk.energy;
   last_cycles_lb = rk.cycles;
+  last_level = rk.level;
+  last_words = rk.words;
   descend(l + 1, rest);
 }
 
@@ -133,7 +138,10 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         chosen[l].keep = keeps[ki];
         double energy = 0, cycles = 0;
         bounds_of(l, open_rest, energy, cycles, false, true);
-        keep_dead[ki] = sink->beaten(energy, cycles, -1, 0);
+        int level = -1;
+        int64_t words = 0;
+        backing_words(l - 1, level, words);  // level l's tile is open
+        keep_dead[ki] = sink->beaten(energy, cycles, level, words);
       }
     }
     std::array<int64_t, kMaxRanks> rest = remaining;
@@ -146,7 +154,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
       }
       if (!admit(l, ch, keep, rest)) continue;
       ranked.push_back({sink->priority(last_energy_lb, last_cycles_lb), last_energy_lb, last_cycles_lb,
-                        static_cast<uint32_t>(i), keep, 0.0});
+                        static_cast<uint32_t>(i), keep, 0.0, last_level, last_words});
     }
   }
   // Bounds that tie on the priority (the fewest cycles of Stream's per-tile criterion: most
@@ -155,7 +163,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   // descend() below reuses deeper buffers only, so `ranked` and `choices` stay valid.
   for (const Ranked& rk : ranked) {
     if (s->over()) return;
-    if (sink->beaten(rk.energy, rk.cycles, -1, 0)) {
+    if (sink->beaten(rk.energy, rk.cycles, rk.level, rk.words)) {
       ++owner->bound_pruned[static_cast<size_t>(l)];
       continue;
     }
@@ -200,7 +208,7 @@ void TileWorker::State::descend_probe(int l, const std::array<int64_t, kMaxRanks
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
     if (!admit(l, ch, rk.keep, rest)) continue;
     ranked[kept++] = {sink->priority(last_energy_lb, last_cycles_lb), last_energy_lb, last_cycles_lb, rk.choice,
-                      rk.keep, rk.fill};
+                      rk.keep, rk.fill, last_level, last_words};
   }
   ranked.resize(kept);
   probe_work += static_cast<int64_t>(width);
@@ -208,7 +216,7 @@ void TileWorker::State::descend_probe(int l, const std::array<int64_t, kMaxRanks
                    [](const Ranked& a, const Ranked& b) { return a.fill != b.fill ? a.fill < b.fill : Ranked::by_bound(a, b); });
   for (const Ranked& rk : ranked) {
     if (s->over() || probe_done()) return;
-    if (sink->beaten(rk.energy, rk.cycles, -1, 0)) continue;
+    if (sink->beaten(rk.energy, rk.cycles, rk.level, rk.words)) continue;
     extend(l, remaining, choices[rk.choice], rk);
   }
 }
@@ -234,6 +242,7 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   if (s.over()) return;
   const LevelChoice& root = s.roots_[i];
   st.chosen[0] = root;
+  st.below_ext[0].fill(1);  // nothing below the innermost level (backing_words at b = 0)
   if (s.spec_.prune && !s.fits(st.chosen.data(), 0)) {
     ++pruned;
     return;

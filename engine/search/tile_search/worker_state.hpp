@@ -173,7 +173,24 @@ struct TileWorker::State {
   // Branch and bound: whether the sink already beats every completion of levels 0..l.
   bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) {
     bounds_of(l, rest, last_energy_lb, last_cycles_lb);
-    return sink->beaten(last_energy_lb, last_cycles_lb, -1, 0);
+    backing_words(l, last_level, last_words);
+    return sink->beaten(last_energy_lb, last_cycles_lb, last_level, last_words);
+  }
+  int last_level = -1;      // of the choice bound_beaten passed last: backing_words
+  int64_t last_words = 0;
+  // A fused context's reservation at its backing level b (TileSearchSpec::backing_level): once
+  // levels 0..l (l >= b) are chosen, the words the branch keeps at b besides its exchanged and
+  // resident tensors, exactly as the sink will count them; for the sink's reservation criterion
+  // (TileSink::beaten's `level` and `words`). Before that, or without a backing level: (-1, 0).
+  void backing_words(int l, int& level, int64_t& words) const {
+    const int b = s->spec_.backing_level;
+    level = -1;
+    words = 0;
+    if (b < 0 || l < b) return;
+    LevelChoice ch = chosen[static_cast<size_t>(b)];
+    ch.keep = static_cast<TensorMask>(ch.keep & ~s->spec_.onchip_backing);
+    level = b;
+    words = s->kept_words(below_ext[static_cast<size_t>(b)].data(), ch);
   }
   // TileSearch::scalar_bounds of chosen[0..l], with the summaries of levels below l kept from
   // descend(l)'s entry (they do not change under it) and level l's made now.
@@ -197,6 +214,8 @@ struct TileWorker::State {
     uint32_t choice;
     TensorMask keep;
     double fill;  // descend_probe's order: minus the words the choice keeps at its level
+    int level = -1;      // backing_words of the choice
+    int64_t words = 0;
     // Best first: the objective of the bounds, then the energy bound, then the cycles bound.
     static bool by_bound(const Ranked& a, const Ranked& b) {
       if (a.priority != b.priority) return a.priority < b.priority;
