@@ -3,10 +3,10 @@
 // uses, what merged supports and partial pruning may do) and the roots the workers start from;
 // TileCandidate: an evaluated lane turned into a Mapping or a tie-break key.
 #include <algorithm>
-#include <numeric>
 #include <cmath>
 #include <bit>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
