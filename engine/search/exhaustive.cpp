@@ -183,7 +183,6 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   std::vector<size_t> order(s.roots());
   std::iota(order.begin(), order.end(), size_t{0});
   if (spec.bound_scalar && spec.best_first) order = s.roots_best_first(sinks[0]);
-  constexpr int64_t kProbeBudget = TileSearch::kProbeBudget;
   std::atomic<int64_t> probe_work{0};
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
@@ -196,7 +195,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     if (spec.bound_scalar && spec.best_first) {
 #pragma omp for schedule(dynamic, 1)
       for (int64_t i = 0; i < static_cast<int64_t>(s.roots()); ++i)
-        if (probe_work.load(std::memory_order_relaxed) < kProbeBudget)
+        if (probe_work.load(std::memory_order_relaxed) < TileSearch::kProbeBudget)
           probe_work += worker.probe(s, order[static_cast<size_t>(i)], sink);
       probed += worker.evaluated;
       evaluated -= worker.evaluated;

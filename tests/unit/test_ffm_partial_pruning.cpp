@@ -273,19 +273,30 @@ TEST_CASE("ffm: the classification of choices by fan-out and kept set skips only
   CHECK(skipped > 1000);
 }
 
+namespace {
+
+// Small convolutions whose inputs have halos (no partial pruning): a conv, a strided conv, and
+// with `depthwise` a depthwise one after them.
+Workload window_convs(bool depthwise) {
+  Workload w;
+  w.name = "window_convs";
+  w.einsums.push_back(make_conv("c1", {.K = 4, .C = 2, .P = 4, .Q = 4, .R = 3, .S = 3}, "x", "w1", "a"));
+  w.einsums.push_back(make_conv("c2", {.K = 4, .C = 4, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2, .Hstride = 2}, "a",
+                                "w2", "b"));
+  if (depthwise) w.einsums.push_back(make_depthwise_conv("dw", {.C = 4, .P = 1, .Q = 1, .R = 2, .S = 2}, "b", "w3", "d"));
+  finalize(w);
+  return w;
+}
+
+}  // namespace
+
 // Branch and bound against the context's front (PmappingOptions::bound_front) where partial
 // pruning does not apply: convolutions, whose inputs have halos. Every context's front, unfused
 // and fused (backed on chip, resident weights, tiles accumulating over shared reduction loops),
 // equals the one found with nothing bounded, on cores with and without fusion, fan-outs and
 // bypasses; a strided conv and a depthwise one, whose window tensors have their own bounds.
 TEST_CASE("ffm: branch and bound against the front keeps every convolution context's front exactly") {
-  Workload w;
-  w.name = "conv_bb";
-  w.einsums.push_back(make_conv("c1", {.K = 4, .C = 2, .P = 4, .Q = 4, .R = 3, .S = 3}, "x", "w1", "a"));
-  w.einsums.push_back(make_conv("c2", {.K = 4, .C = 4, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2, .Hstride = 2}, "a",
-                                "w2", "b"));
-  w.einsums.push_back(make_depthwise_conv("dw", {.C = 4, .P = 1, .Q = 1, .R = 2, .S = 2}, "b", "w3", "d"));
-  finalize(w);
+  const Workload w = window_convs(true);
   int64_t unfused = 0, fused = 0, accumulating = 0, resident = 0, points = 0, with = 0, without = 0;
   // Nested fusion (one loop) adds contexts whose output accumulates over a shared loop.
   const std::vector<std::pair<std::string, int>> cases = {
@@ -383,12 +394,7 @@ struct ReservationSink final : TileSink {
 // within the limit, and does cut. (A reservation overstated by any amount fails this test; the
 // fronts of the test above are too small to show it.)
 TEST_CASE("ffm: the reservation branch and bound passes to the front is the one the front counts") {
-  Workload w;
-  w.name = "conv_res";
-  w.einsums.push_back(make_conv("c1", {.K = 4, .C = 2, .P = 4, .Q = 4, .R = 3, .S = 3}, "x", "w1", "a"));
-  w.einsums.push_back(make_conv("c2", {.K = 4, .C = 4, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2, .Hstride = 2}, "a",
-                                "w2", "b"));
-  finalize(w);
+  const Workload w = window_convs(false);
   int64_t contexts = 0, cut_somewhere = 0;
   for (const std::string arch : {"gemmini_fusable", "ffm_edge"})
     for (int ei = 0; ei < 2; ++ei) {

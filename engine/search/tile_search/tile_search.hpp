@@ -69,7 +69,8 @@ struct TileSearchSpec {
   bool merge_passthrough = false;
   // Branch and bound (docs/mapper.md, "Branch and bound"): after each level run() chooses, lower
   // bounds on the energy and cycles of every completion of the choice (scalar_bounds) go to the
-  // sink's beaten(energy, cycles, -1, 0), and a beaten choice is not extended. The sink decides
+  // sink's beaten(energy, cycles, level, words), with the words kept at backing_level once it is
+  // chosen (else -1, 0), and a beaten choice is not extended. The sink decides
   // what beats: a scalar objective's incumbent, or a front that strictly dominates the bounds
   // (the exhaustive mapper's front, FFM's contexts). With a backing level or accumulating tiles
   // the bounds are per tile: the sink scales them (PmappingSink::beaten). Ignored where partial
@@ -174,7 +175,6 @@ class TileSearch {
   bool partial_pruning() const { return partial_; }
   // Whether run() bounds each level's choices (TileSearchSpec::bound_scalar; partial pruning
   // takes precedence) and takes them best first.
-  bool bounded() const { return spec_.bound_scalar; }
   bool best_first() const { return spec_.bound_scalar && spec_.best_first; }
   // A lower bound on the mapspace's size: the ways to split every rank over the levels' temporal
   // loops (within the constraints' factor bounds) times the kept sets of every level; spatial

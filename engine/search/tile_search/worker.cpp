@@ -48,6 +48,8 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   if (s->spec_.bound_scalar) {
     // Levels below l are fixed under this call: the bounds reuse their summaries.
     if (l > 0) s->summarize(chosen[static_cast<size_t>(l - 1)], l - 1, sums[static_cast<size_t>(l - 1)]);
+    // So is the reservation at the backing level, if it is below l (for bounds of level l's open tile).
+    backing_words(l - 1, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
     // Branch and bound: a level's spatial factors alone bound the compute steps and what serving
     // compute costs, whatever its temporal factors and kept set; beaten ones are not expanded.
     const auto spatial_beaten = [&](const LevelChoice& spatial) {
@@ -56,10 +58,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       for (int r = 0; r < s->R; ++r) rest[r] /= spatial.x[r] * spatial.y[r];
       double energy = 0, cycles = 0;
       bounds_of(l, rest, energy, cycles, true);
-      int level = -1;
-      int64_t words = 0;
-      backing_words(l - 1, level, words);  // level l's tile is open
-      const bool beaten = sink->beaten(energy, cycles, level, words);
+      const bool beaten = sink->beaten(energy, cycles, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
       owner->bound_pruned[static_cast<size_t>(l)] += beaten;
       return beaten;
     };
@@ -138,10 +137,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         chosen[l].keep = keeps[ki];
         double energy = 0, cycles = 0;
         bounds_of(l, open_rest, energy, cycles, false, true);
-        int level = -1;
-        int64_t words = 0;
-        backing_words(l - 1, level, words);  // level l's tile is open
-        keep_dead[ki] = sink->beaten(energy, cycles, level, words);
+        keep_dead[ki] = sink->beaten(energy, cycles, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
       }
     }
     std::array<int64_t, kMaxRanks> rest = remaining;

@@ -178,6 +178,10 @@ struct TileWorker::State {
   }
   int last_level = -1;      // of the choice bound_beaten passed last: backing_words
   int64_t last_words = 0;
+  // Per level l: backing_words of levels 0..l-1, made once by descend(l) for the bounds of level
+  // l's choices whose tile is still open (spatial factors alone, temporal factors open).
+  std::array<int, kMaxLevels> open_level{};
+  std::array<int64_t, kMaxLevels> open_words{};
   // A fused context's reservation at its backing level b (TileSearchSpec::backing_level): once
   // levels 0..l (l >= b) are chosen, the words the branch keeps at b besides its exchanged and
   // resident tensors, exactly as the sink will count them; for the sink's reservation criterion
