@@ -188,7 +188,7 @@ double TileSearch::relevant_spread(const LevelSummary* sums, int from, int to, i
   return n;
 }
 
-double TileSearch::output_drains(const LevelChoice* chosen, const LevelSummary* sums, int l, int kept_to, int m,
+double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
                                  const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
                                  double* wr, double* up) const {
   // Every level below the top keeping the output sends each tile it holds up to the next level
@@ -203,9 +203,9 @@ double TileSearch::output_drains(const LevelChoice* chosen, const LevelSummary* 
   const double volume = static_cast<double>(pt.volume);
   double pj = 0;
   for (int k = m; k <= kept_to && k < L - 1; ++k) {
-    if (!(chosen[k].keep >> t & 1)) continue;
+    if (!(keep_at[k] >> t & 1)) continue;
     int parent = k + 1;
-    while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
+    while (parent <= kept_to && !(keep_at[parent] >> t & 1)) ++parent;
     if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs the output
     // Backed on chip: drained only to a chosen parent below the top (else k may be the backing).
     if ((spec_.onchip_backing >> t & 1) && (parent > kept_to || parent == L - 1)) break;
@@ -282,6 +282,23 @@ void TileSearch::summarize(const LevelChoice& ch, int m, LevelSummary& out) cons
     out.own[t] = own;
     out.tile[t] = tile;
     out.distinct[t] = distinct;
+  }
+}
+
+void TileSearch::summarize_temporal(const LevelChoice& ch, const LevelSummary& spatial, LevelSummary& out) const {
+  out = spatial;
+  out.temporal = 1;
+  for (int r = 0; r < R; ++r) out.temporal *= ch.t[r];
+  if (out.temporal == 1) return;
+  for (int t = 0; t < T; ++t) {
+    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+    double own = 1, tile = 1;
+    for (int r = 0; r < R; ++r)
+      if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(ch.t[r]);
+    for (int d = 0; d < pt.n_dims; ++d)
+      if (const int r = pt.plain_rank[d]; r >= 0) tile *= static_cast<double>(ch.t[r]);
+    out.own[t] = own;
+    out.tile[t] = spatial.tile[t] * tile;  // products of whole numbers: exact, as summarize's
   }
 }
 
@@ -443,164 +460,220 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
 void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                                const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
                                bool open_keep, bool open_temporal) const {
+  BoundFrame f;
+  bound_frame(chosen, sums, l, rest, open_keep, open_temporal, f);
+  TensorMask keep_at[kMaxLevels];
+  for (int m = 0; m <= l; ++m) keep_at[m] = chosen[m].keep;
+  TensorTerms sum;
+  for (int t = 0; t < T; ++t) {
+    TensorTerms one;
+    tensor_terms(f, chosen, sums, keep_at, t, one);
+    sum.add(one, f.kept_to);
+  }
+  finish_bounds(f, sum, energy_lb, cycles_lb);
+}
+
+void TileSearch::scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                                     const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
+                                     double* energy_lb, double* cycles_lb, bool open_temporal) const {
+  // A tensor's terms depend on the kept sets only through which levels keep it: per tensor they
+  // are made once for each of the two ways level l can hold it, and every kept set adds up its
+  // tensors' terms (summing the same non-negative terms as scalar_bounds, in another grouping).
+  BoundFrame f;
+  bound_frame(chosen, sums, l, rest, false, open_temporal, f);
+  TensorMask keep_at[kMaxLevels];
+  for (int m = 0; m < l; ++m) keep_at[m] = chosen[m].keep;
+  TensorMask any = 0, all = static_cast<TensorMask>(~TensorMask{0});
+  for (int i = 0; i < n; ++i) any = static_cast<TensorMask>(any | keeps[i]), all = static_cast<TensorMask>(all & keeps[i]);
+  TensorTerms terms[kMaxTensors][2];
+  for (int t = 0; t < T; ++t)
+    for (int held = 0; held < 2; ++held) {
+      if (held ? !(any >> t & 1) : (all >> t & 1)) continue;  // no kept set holds it so
+      keep_at[l] = held ? static_cast<TensorMask>(TensorMask{1} << t) : TensorMask{0};
+      tensor_terms(f, chosen, sums, keep_at, t, terms[t][held]);
+    }
+  for (int i = 0; i < n; ++i) {
+    TensorTerms sum;
+    for (int t = 0; t < T; ++t) sum.add(terms[t][keeps[i] >> t & 1], f.kept_to);
+    finish_bounds(f, sum, energy_lb[i], cycles_lb[i]);
+  }
+}
+
+void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                             const std::array<int64_t, kMaxRanks>& rest, bool open_keep, bool open_temporal,
+                             BoundFrame& f) const {
+  f.l = l;
+  f.rest = &rest;
+  f.open_keep = open_keep;
+  f.open_temporal = open_temporal;
   // Every rank's factors multiply to its size, so the temporal iterations are the inner ones
   // times what remains over the spatial factors above l, whose product is at most spread_above.
   int64_t inner = 1, left = 1;
   for (int m = 0; m <= l; ++m) inner *= sums[m].temporal;
   for (int r = 0; r < R; ++r) left *= rest[r];
-  const double spread = spread_above(l, rest, (1u << R) - 1);
-  const int64_t most = static_cast<int64_t>(spread);
-  const int64_t steps = inner * ((left + most - 1) / most);
-  cycles_lb = static_cast<double>(steps);  // the model's latency is at least its compute steps
+  f.spread = spread_above(l, rest, (1u << R) - 1);
+  const int64_t most = static_cast<int64_t>(f.spread);
+  f.steps = static_cast<double>(inner * ((left + most - 1) / most));
+  // Instances of each level m <= l, at most (the fan-outs above l are not chosen: at most theirs),
+  // and of those the ones that split ranks the output does not index (each starts the partial
+  // sums of the whole output: the model's first-update discount is at most the volume times that).
+  f.inst[l] = f.inst_reducing[l] = static_cast<double>(fanout_above[l]);
+  f.inst_least[l] = 1;
+  for (int m = l - 1; m >= 0; --m) {
+    f.inst_least[m] = f.inst_least[m + 1] * sums[m + 1].spatial;
+    f.inst[m] = f.inst[m + 1] * sums[m + 1].spatial;
+    f.inst_reducing[m] = f.inst_reducing[m + 1] * sums[m + 1].reducing;
+  }
+  f.kept_to = open_keep ? l - 1 : l;  // levels whose kept sets are chosen
+  // The temporal iterations above l, at least (whatever of the rest is not spread).
+  double rest_all = 1;
+  for (int r = 0; r < R; ++r) rest_all *= static_cast<double>(rest[r]);
+  f.above_l = std::ceil(rest_all / f.spread);
+  f.top_open = f.kept_to < L - 1;
+  // Per rank its tile factor over levels 0..k, for the extents of the tiles of tensors with halos.
+  if (window_tensors_) {
+    double run[kMaxRanks];
+    std::fill_n(run, R, 1.0);
+    for (int k = 0; k <= f.kept_to; ++k)
+      for (int r = 0; r < R; ++r) {
+        run[r] *= static_cast<double>(chosen[k].t[r] * chosen[k].x[r] * chosen[k].y[r]);
+        f.cum[k][r] = run[r];
+      }
+  }
+}
+
+void TileSearch::TensorTerms::add(const TensorTerms& o, int kept_to) {
+  served += o.served;
+  moved += o.moved;
+  top_rd += o.top_rd;
+  top_wr += o.top_wr;
+  for (int m = 0; m <= kept_to; ++m) {
+    rd[m] += o.rd[m];
+    wr[m] += o.wr[m];
+    wr_each[m] += o.wr_each[m];
+  }
+}
+
+void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, const LevelSummary* sums,
+                              const TensorMask* keep_at, int t, TensorTerms& out) const {
   // The innermost level m keeping a tensor serves every compute step of each of its instances,
   // once per multicast group (model.cpp: child_fills = temporal_iterations, times the groups of
   // the spatial loops of levels 0..m): temporal iterations x instances of m = operations / the
   // spatial factors of levels 0..m, all chosen when m <= l. Above l the fan-outs are not chosen:
   // at most the sharing their fan-outs allow (serve_from_above). The groups per level: summarize.
+  // Words each chosen level reads and writes (over all instances) at least go to rd and wr, for the
+  // latency bound of its bandwidth.
+  const int l = f.l, kept_to = f.kept_to;
+  const std::array<int64_t, kMaxRanks>& rest = *f.rest;
   const double ops = static_cast<double>(plan_.operations);
-  // Instances of each level m <= l, at most (the fan-outs above l are not chosen: at most theirs),
-  // and of those the ones that split ranks the output does not index (each starts the partial
-  // sums of the whole output: the model's first-update discount is at most the volume times that).
-  double inst[kMaxLevels], inst_reducing[kMaxLevels], inst_least[kMaxLevels];
-  inst[l] = inst_reducing[l] = static_cast<double>(fanout_above[l]);
-  inst_least[l] = 1;
-  for (int m = l - 1; m >= 0; --m) {
-    inst_least[m] = inst_least[m + 1] * sums[m + 1].spatial;
-    inst[m] = inst[m + 1] * sums[m + 1].spatial;
-    inst_reducing[m] = inst_reducing[m + 1] * sums[m + 1].reducing;
-  }
-  const int kept_to = open_keep ? l - 1 : l;  // levels whose kept sets are chosen
-  // Words each of those levels reads and writes (over all instances), at least: for the latency
-  // bound of its bandwidth.
-  double rd[kMaxLevels] = {}, wr[kMaxLevels] = {};
-  double wr_each[kMaxLevels] = {};  // per instance, at least (fills)
-  // The temporal iterations above l, at least (whatever of the rest is not spread).
-  double rest_all = 1;
-  for (int r = 0; r < R; ++r) rest_all *= static_cast<double>(rest[r]);
-  const double above_l = std::ceil(rest_all / spread);
-  double served = 0, moved = 0;
   // Words the outermost level (the backing store of every tensor not backed on chip) serves, when
   // it is not chosen yet: each touched value of an input read, each output value updated, at
   // least; and where no level between may keep a tensor, all the fills (drains) the chosen levels'
   // outermost tile of it needs. Its bandwidth then bounds the latency before the top is chosen.
-  const bool top_open = kept_to < L - 1;
-  double top_rd = 0, top_wr = 0;
-  auto only_top_above = [&](int t) {
+  auto only_top_above = [&] {
     for (int m = kept_to + 1; m < L - 1; ++m)
       if (may_keep_at[m] >> t & 1) return false;
     return true;
   };
-  // Per rank its tile factor over levels 0..k, for the extents of the tiles of tensors with halos.
-  double cum[kMaxLevels][kMaxRanks];
-  if (window_tensors_) {
-    double run[kMaxRanks];
-    std::fill_n(run, R, 1.0);
-    for (int k = 0; k <= kept_to; ++k)
-      for (int r = 0; r < R; ++r) {
-        run[r] *= static_cast<double>(chosen[k].t[r] * chosen[k].x[r] * chosen[k].y[r]);
-        cum[k][r] = run[r];
-      }
-  }
-  auto window_tile = [&](int t, int k) {
+  auto window_tile = [&](int k) {
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     double v = 1;
-    for (int d = 0; d < pt.n_dims; ++d) v *= window_extent(pt.dims[d], cum[k]);
+    for (int d = 0; d < pt.n_dims; ++d) v *= window_extent(pt.dims[d], f.cum[k]);
     return v;
   };
-  for (int t = 0; t < T; ++t) {
-    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
-    double top_words = !top_open || (spec_.onchip_backing >> t & 1) ? 0
-                       : t == plan_.output                           ? static_cast<double>(pt.volume)
-                                                                     : touched_[static_cast<size_t>(t)];
-    int m = 0;
-    while (m <= kept_to && !(chosen[m].keep >> t & 1)) ++m;
-    const int last = std::min(m, l);
-    double per_op = 1;  // groups / spatial factors of levels 0..last
-    for (int k = 0; k <= last; ++k) per_op *= sums[k].per_op[t];
-    const double words = ops * per_op;
-    if (m <= kept_to) served += words * serve_pj[m][t];
-    else served += serve_from_above(l, rest, t, words, open_keep, top_open && !(spec_.onchip_backing >> t & 1));
-    if (m > kept_to) {
-      // Served straight from above l: by the top itself, where no level between may keep it.
-      // (`words` before the sharing of the fan-outs above l, at most all of them.)
-      if (top_open && only_top_above(t) && !(spec_.onchip_backing >> t & 1))
-        top_words = std::max(top_words, words / spread);
-      (t == plan_.output ? top_wr : top_rd) += top_words;
-      continue;
-    }
-    const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
-    if (t == plan_.output) {
-      // Every update but the first of each output value (per instance that starts its own partial
-      // sums) reads the value it accumulates onto.
-      const double reads = plan_.output_accumulates
-                               ? words
-                               : std::max(0.0, words - static_cast<double>(pt.volume) * inst_reducing[m]);
-      served += reads * lv.read_pj;
-      rd[m] += reads;
-      wr[m] += words;
-      double up = 0;
-      moved += output_drains(chosen, sums, l, kept_to, m, rest, above_l, inst_least, wr, &up);
-      if (top_open && only_top_above(t) && !(spec_.onchip_backing >> t & 1)) top_words = std::max(top_words, up);
-      top_wr += top_words;
-      continue;
-    }
-    rd[m] += words;
-    // Every level keeping t below the top is filled with each value compute touches at least
-    // once, read from the next level keeping t (the cheapest above when not chosen yet); the
-    // outermost level keeping t backs it and takes none. A tensor backed on chip (Stream's CTs:
-    // held whole at its home, the top keeps none of it) is filled only from a chosen parent below
-    // the top: a level whose parent is not chosen yet may be its backing.
-    const bool backed = spec_.onchip_backing >> t & 1;
-    const bool top_parent = top_open && only_top_above(t) && !backed;
-    const double values = touched_[static_cast<size_t>(t)];
-    for (int k = m; k <= kept_to && k < L - 1; ++k) {
-      if (!(chosen[k].keep >> t & 1)) continue;
-      int parent = k + 1;
-      while (parent <= kept_to && !(chosen[parent].keep >> t & 1)) ++parent;
-      if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
-      if (backed && (parent > kept_to || parent == L - 1)) break;
-      double each =
-          plain_tile_moves(sums, k, l, t, rest, above_l, window_tensors_ >> t & 1 ? window_tile(t, k) : 0);
-      double fills = std::max(values, each * inst_least[k]);
-      // A window tensor's refills through its window ranks, from the tile alone (not when level
-      // l's temporal factors are still open: its tile would grow).
-      if ((window_disjoint_ >> t & 1) && !(open_temporal && k == l)) {
-        double total = 0, mine = 0;
-        window_position_fills(t, cum[k], inst[k], total, mine);
-        each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, cum, above_l, rest)});
-        fills = std::max({fills, total, each * inst_least[k]});
-      }
-      // The parent reads each fill of every instance once per group of instances that share it:
-      // at least the fills of one instance times the distinct tiles the spatial loops between
-      // them spread and the instances of the parent.
-      // Not chosen yet, the parent is above l: at least the spreading of the chosen levels.
-      const double reads = parent <= kept_to
-                               ? std::max(values, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent])
-                               : std::max(values, each * relevant_spread(sums, k + 1, l, t));
-      moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj;
-      wr_each[k] += std::max(each, values / inst[k]);
-      if (parent <= kept_to) {
-        moved += reads * plan_.levels[static_cast<size_t>(parent)].read_pj;
-        rd[parent] += reads;
-      } else {
-        if (top_parent) top_words = std::max(top_words, reads);
-        // Whichever level above is the parent, the top still reads each touched value at least
-        // once, and a parent between is filled with them (via_parent_energy).
-        moved += via_parent_energy(kept_to, t, reads);
-      }
-    }
-    top_rd += top_words;
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  const bool backed = spec_.onchip_backing >> t & 1;
+  double top_words = !f.top_open || backed ? 0
+                     : t == plan_.output   ? static_cast<double>(pt.volume)
+                                           : touched_[static_cast<size_t>(t)];
+  int m = 0;
+  while (m <= kept_to && !(keep_at[m] >> t & 1)) ++m;
+  const int last = std::min(m, l);
+  double per_op = 1;  // groups / spatial factors of levels 0..last
+  for (int k = 0; k <= last; ++k) per_op *= sums[k].per_op[t];
+  const double words = ops * per_op;
+  if (m <= kept_to) out.served += words * serve_pj[m][t];
+  else out.served += serve_from_above(l, rest, t, words, f.open_keep, f.top_open && !backed);
+  if (m > kept_to) {
+    // Served straight from above l: by the top itself, where no level between may keep it.
+    // (`words` before the sharing of the fan-outs above l, at most all of them.)
+    if (f.top_open && only_top_above() && !backed) top_words = std::max(top_words, words / f.spread);
+    (t == plan_.output ? out.top_wr : out.top_rd) += top_words;
+    return;
   }
+  const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
+  if (t == plan_.output) {
+    // Every update but the first of each output value (per instance that starts its own partial
+    // sums) reads the value it accumulates onto.
+    const double reads = plan_.output_accumulates
+                             ? words
+                             : std::max(0.0, words - static_cast<double>(pt.volume) * f.inst_reducing[m]);
+    out.served += reads * lv.read_pj;
+    out.rd[m] += reads;
+    out.wr[m] += words;
+    double up = 0;
+    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.inst_least, out.wr, &up);
+    if (f.top_open && only_top_above() && !backed) top_words = std::max(top_words, up);
+    out.top_wr += top_words;
+    return;
+  }
+  out.rd[m] += words;
+  // Every level keeping t below the top is filled with each value compute touches at least
+  // once, read from the next level keeping t (the cheapest above when not chosen yet); the
+  // outermost level keeping t backs it and takes none. A tensor backed on chip (Stream's CTs:
+  // held whole at its home, the top keeps none of it) is filled only from a chosen parent below
+  // the top: a level whose parent is not chosen yet may be its backing.
+  const bool top_parent = f.top_open && only_top_above() && !backed;
+  const double values = touched_[static_cast<size_t>(t)];
+  for (int k = m; k <= kept_to && k < L - 1; ++k) {
+    if (!(keep_at[k] >> t & 1)) continue;
+    int parent = k + 1;
+    while (parent <= kept_to && !(keep_at[parent] >> t & 1)) ++parent;
+    if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
+    if (backed && (parent > kept_to || parent == L - 1)) break;
+    double each = plain_tile_moves(sums, k, l, t, rest, f.above_l, window_tensors_ >> t & 1 ? window_tile(k) : 0);
+    double fills = std::max(values, each * f.inst_least[k]);
+    // A window tensor's refills through its window ranks, from the tile alone (not when level
+    // l's temporal factors are still open: its tile would grow).
+    if ((window_disjoint_ >> t & 1) && !(f.open_temporal && k == l)) {
+      double total = 0, mine = 0;
+      window_position_fills(t, f.cum[k], f.inst[k], total, mine);
+      each = std::max({each, mine, window_step_fills(chosen, sums, k, l, t, f.cum, f.above_l, rest)});
+      fills = std::max({fills, total, each * f.inst_least[k]});
+    }
+    // The parent reads each fill of every instance once per group of instances that share it:
+    // at least the fills of one instance times the distinct tiles the spatial loops between
+    // them spread and the instances of the parent.
+    // Not chosen yet, the parent is above l: at least the spreading of the chosen levels.
+    const double reads = parent <= kept_to
+                             ? std::max(values, each * relevant_spread(sums, k + 1, parent, t) * f.inst_least[parent])
+                             : std::max(values, each * relevant_spread(sums, k + 1, l, t));
+    out.moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj;
+    out.wr_each[k] += std::max(each, values / f.inst[k]);
+    if (parent <= kept_to) {
+      out.moved += reads * plan_.levels[static_cast<size_t>(parent)].read_pj;
+      out.rd[parent] += reads;
+    } else {
+      if (top_parent) top_words = std::max(top_words, reads);
+      // Whichever level above is the parent, the top still reads each touched value at least
+      // once, and a parent between is filled with them (via_parent_energy).
+      out.moved += via_parent_energy(kept_to, t, reads);
+    }
+  }
+  out.top_rd += top_words;
+}
+
+void TileSearch::finish_bounds(const BoundFrame& f, const TensorTerms& sum, double& energy_lb, double& cycles_lb) const {
   // The model adds the same non-negative terms in another order: leave room for its rounding.
-  energy_lb = (ops * plan_.op_pj + served + moved) * (1 - 1e-9);
+  energy_lb = (static_cast<double>(plan_.operations) * plan_.op_pj + sum.served + sum.moved) * (1 - 1e-9);
+  cycles_lb = f.steps;  // the model's latency is at least its compute steps
   // A level whose words per instance need longer than the compute steps at its bandwidth sets the
   // latency (per instance: the totals over the most instances it can have).
-  for (int m = 0; m <= kept_to; ++m)
-    cycles_lb = std::max(cycles_lb, bandwidth_cycles(m, rd[m] / inst[m],
-                                                     wr[m] / inst[m] + wr_each[m]));
-  if (top_open) {
+  for (int m = 0; m <= f.kept_to; ++m)
+    cycles_lb = std::max(cycles_lb, bandwidth_cycles(m, sum.rd[m] / f.inst[m], sum.wr[m] / f.inst[m] + sum.wr_each[m]));
+  if (f.top_open) {
     const double n = static_cast<double>(std::max<int64_t>(1, c_.levels[static_cast<size_t>(L - 1)].instances));
-    cycles_lb = std::max(cycles_lb, bandwidth_cycles(L - 1, top_rd / n, top_wr / n));
+    cycles_lb = std::max(cycles_lb, bandwidth_cycles(L - 1, sum.top_rd / n, sum.top_wr / n));
   }
 }
 

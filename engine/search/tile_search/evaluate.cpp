@@ -265,9 +265,11 @@ void TileWorker::State::flush(const Support& key, const int32_t* lanes, int coun
 }
 
 void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
-  if (s == &search && sink == to) return;
+  if (s == &search && search_id == search.id_ && sink == to) return;
   if (s) flush_all();
-  if (s != &search) {
+  if (s != &search || search_id != search.id_) {
+    search_id = search.id_;
+    for (auto& c : spatial_sums) c.valid = false;
     orders.clear();
     code_cache.clear();
     nests.clear();

@@ -54,8 +54,15 @@ int64_t touched_values(const Einsum& e, int t) {
 
 }  // namespace
 
+namespace {
+uint64_t next_search_id() {
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+}  // namespace
+
 TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space, const TileSearchSpec& spec)
-    : e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)) {
+    : e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)), id_(next_search_id()) {
   const Core& c = c_;
   L = static_cast<int>(c.levels.size());
   R = static_cast<int>(e.ranks.size());

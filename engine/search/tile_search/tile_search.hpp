@@ -217,6 +217,9 @@ class TileSearch {
     std::array<double, kMaxTensors> distinct{};  // spatial factors over ranks that alone move a dimension
   };
   void summarize(const LevelChoice& ch, int m, LevelSummary& out) const;
+  // summarize from `spatial`, the summary of ch's spatial factors alone (its temporal factors all
+  // 1): a level's temporal choices come in runs of one set of spatial factors.
+  void summarize_temporal(const LevelChoice& ch, const LevelSummary& spatial, LevelSummary& out) const;
   // Whether tensor t has halos and every rank indexes one of its dimensions once, with a positive
   // coefficient (a depthwise or strided conv's input): window_step_fills applies to it.
   bool window_disjoint(int t) const { return window_disjoint_ >> t & 1; }
@@ -230,6 +233,12 @@ class TileSearch {
   void scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                      const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
                      bool open_keep = false, bool open_temporal = false) const;
+  // The same for each kept set keeps[i] of level l (chosen[l].keep is ignored) into energy_lb[i],
+  // cycles_lb[i]: what does not depend on the kept sets is worked out once, and each tensor's terms
+  // once per whether level l keeps it. A search bounds a level's choice under all its kept sets.
+  void scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                           const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
+                           double* energy_lb, double* cycles_lb, bool open_temporal = false) const;
 
  private:
   // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t, the words its
@@ -244,16 +253,38 @@ class TileSearch {
   // The most instances the spatial factors of the levels above l can spread ranks `ranks` over,
   // with `rest` left of every rank (at most fanout_above[l]).
   double spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const;
-  double output_drains(const LevelChoice* chosen, const LevelSummary* sums, int l, int kept_to, int m,
+  double output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
                        const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least, double* wr,
                        double* up) const;
 
- public:
+  // scalar_bounds in parts: what the kept sets do not change (bound_frame), each tensor's terms
+  // (tensor_terms, given what every level 0..l keeps: `keep_at`), and their sum turned into the
+  // two bounds (finish_bounds). The terms are sums, so tensors' terms made apart add up.
+  struct BoundFrame {
+    int l = 0, kept_to = 0;
+    const std::array<int64_t, kMaxRanks>* rest = nullptr;
+    bool open_keep = false, open_temporal = false, top_open = false;
+    double spread = 1, steps = 0, above_l = 1;
+    double inst[kMaxLevels], inst_reducing[kMaxLevels], inst_least[kMaxLevels];
+    double cum[kMaxLevels][kMaxRanks];  // window tensors: per rank, the tile factor of levels 0..k
+  };
+  struct TensorTerms {
+    double served = 0, moved = 0, top_rd = 0, top_wr = 0;  // energy; words the unchosen top moves
+    double rd[kMaxLevels] = {}, wr[kMaxLevels] = {}, wr_each[kMaxLevels] = {};  // words per chosen level
+    void add(const TensorTerms& o, int kept_to);
+  };
+  void bound_frame(const LevelChoice* chosen, const LevelSummary* sums, int l, const std::array<int64_t, kMaxRanks>& rest,
+                   bool open_keep, bool open_temporal, BoundFrame& f) const;
+  void tensor_terms(const BoundFrame& f, const LevelChoice* chosen, const LevelSummary* sums, const TensorMask* keep_at,
+                    int t, TensorTerms& out) const;
+  void finish_bounds(const BoundFrame& f, const TensorTerms& sum, double& energy_lb, double& cycles_lb) const;
 
- private:
   friend class TileWorker;
   friend struct TileCandidate;
   struct Impl;
+  // Distinct per search made in this process: a worker's caches belong to one search, and a new
+  // search may be made at a freed one's address.
+  const uint64_t id_;
   const Einsum& e_;
   const Core& c_;
   const Mapspace& space_;

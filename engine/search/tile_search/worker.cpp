@@ -26,6 +26,53 @@ bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, con
   return true;
 }
 
+void TileWorker::State::admit_keeps(int l, const LevelChoice& ch, const std::array<int64_t, kMaxRanks>& rest,
+                                    const uint8_t* skip) {
+  const std::vector<TensorMask>& keeps = s->keep_options[l];
+  const size_t n = keeps.size();
+  std::vector<uint8_t>& ok = keep_ok[static_cast<size_t>(l)];
+  std::vector<KeepBound>& kb = keep_bound[static_cast<size_t>(l)];
+  ok.assign(n, 0);
+  kb.resize(n);
+  keep_masks.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (skip && skip[i]) continue;
+    if (l == top_filter && top_beaten(ch, keeps[i])) {
+      ++owner->fanout_skipped;
+      continue;
+    }
+    chosen[l] = ch;
+    chosen[l].keep = keeps[i];
+    if (!s->admissible(chosen[l], l)) continue;
+    if (s->spec_.prune && !s->fits(below_ext[static_cast<size_t>(l)].data(), chosen[l], l)) {
+      ++owner->pruned;
+      continue;
+    }
+    ok[i] = 1;
+    keep_masks.push_back(keeps[i]);
+  }
+  if (!s->spec_.bound_scalar || keep_masks.empty()) return;
+  const int m = static_cast<int>(keep_masks.size());
+  keep_energy.resize(keep_masks.size());
+  keep_cycles.resize(keep_masks.size());
+  chosen[l] = ch;
+  summarize(l, ch);
+  s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, keep_masks.data(), m, keep_energy.data(),
+                         keep_cycles.data());
+  for (size_t i = 0, j = 0; i < n; ++i) {
+    if (!ok[i]) continue;
+    KeepBound& b = kb[i];
+    b.energy = keep_energy[j];
+    b.cycles = keep_cycles[j++];
+    chosen[l].keep = keeps[i];
+    backing_words(l, b.level, b.words);
+    if (sink->beaten(b.energy, b.cycles, b.level, b.words)) {
+      ++owner->bound_pruned[static_cast<size_t>(l)];
+      ok[i] = 0;
+    }
+  }
+}
+
 void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& remaining) {
   if (s->over() || (probing && probe_done())) return;
   if (l == s->L) {
@@ -47,7 +94,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   }
   if (s->spec_.bound_scalar) {
     // Levels below l are fixed under this call: the bounds reuse their summaries.
-    if (l > 0) s->summarize(chosen[static_cast<size_t>(l - 1)], l - 1, sums[static_cast<size_t>(l - 1)]);
+    if (l > 0) summarize(l - 1, chosen[static_cast<size_t>(l - 1)]);
     // So is the reservation at the backing level, if it is below l (for bounds of level l's open tile).
     backing_words(l - 1, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
     // Branch and bound: a level's spatial factors alone bound the compute steps and what serving
@@ -77,11 +124,22 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
     descend_best_first(l, remaining, choices);
     return;
   }
+  const std::vector<TensorMask>& keeps = s->keep_options[l];
   for (const LevelChoice& ch : choices) {
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-    for (TensorMask keep : s->keep_options[l])
-      if (admit(l, ch, keep, rest)) descend(l + 1, rest);
+    admit_keeps(l, ch, rest);
+    for (size_t i = 0; i < keeps.size(); ++i) {
+      if (!keep_ok[static_cast<size_t>(l)][i]) continue;  // (descend(l + 1) leaves level l's buffers alone)
+      const KeepBound& b = keep_bound[static_cast<size_t>(l)][i];
+      chosen[l] = ch;
+      chosen[l].keep = keeps[i];
+      last_energy_lb = b.energy;
+      last_cycles_lb = b.cycles;
+      last_level = b.level;
+      last_words = b.words;
+      descend(l + 1, rest);
+    }
   }
 }
 
@@ -129,28 +187,31 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
       size_t end = i + 1;
       while (end < choices.size() && end - i < kKeepBoundMinChoices && fanout_key(choices[end], s->R) == fk) ++end;
       std::fill(keep_dead.begin(), keep_dead.end(), 0);
-      std::array<int64_t, kMaxRanks> open_rest = remaining;
-      for (int r = 0; r < s->R; ++r) open_rest[r] /= ch.x[r] * ch.y[r];
-      for (size_t ki = 0; ki < keeps.size() && end - i >= kKeepBoundMinChoices; ++ki) {
+      if (end - i >= kKeepBoundMinChoices) {
+        std::array<int64_t, kMaxRanks> open_rest = remaining;
+        for (int r = 0; r < s->R; ++r) open_rest[r] /= ch.x[r] * ch.y[r];
         chosen[l] = ch;
         chosen[l].t.fill(1);
-        chosen[l].keep = keeps[ki];
-        double energy = 0, cycles = 0;
-        bounds_of(l, open_rest, energy, cycles, false, true);
-        keep_dead[ki] = sink->beaten(energy, cycles, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
+        summarize(l, chosen[l]);
+        const int n = static_cast<int>(keeps.size());
+        keep_energy.resize(keeps.size());
+        keep_cycles.resize(keeps.size());
+        s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
+                               keep_cycles.data(), true);
+        for (size_t ki = 0; ki < keeps.size(); ++ki)
+          keep_dead[ki] = sink->beaten(keep_energy[ki], keep_cycles[ki], open_level[static_cast<size_t>(l)],
+                                       open_words[static_cast<size_t>(l)]);
       }
     }
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
+    for (size_t ki = 0; ki < keeps.size(); ++ki) owner->bound_pruned[static_cast<size_t>(l)] += keep_dead[ki];
+    admit_keeps(l, ch, rest, keep_dead.data());
     for (size_t ki = 0; ki < keeps.size(); ++ki) {
-      const TensorMask keep = keeps[ki];
-      if (keep_dead[ki]) {
-        ++owner->bound_pruned[static_cast<size_t>(l)];
-        continue;
-      }
-      if (!admit(l, ch, keep, rest)) continue;
-      ranked.push_back({sink->priority(last_energy_lb, last_cycles_lb), last_energy_lb, last_cycles_lb,
-                        static_cast<uint32_t>(i), keep, 0.0, last_level, last_words});
+      if (!keep_ok[static_cast<size_t>(l)][ki]) continue;
+      const KeepBound& b = keep_bound[static_cast<size_t>(l)][ki];
+      ranked.push_back({sink->priority(b.energy, b.cycles), b.energy, b.cycles, static_cast<uint32_t>(i), keeps[ki],
+                        0.0, b.level, b.words});
     }
   }
   // Bounds that tie on the priority (the fewest cycles of Stream's per-tile criterion: most

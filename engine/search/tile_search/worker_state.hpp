@@ -78,6 +78,7 @@ using tile_search_detail::only_beaten;
 
 struct TileWorker::State {
   const TileSearch* s = nullptr;
+  uint64_t search_id = 0;  // TileSearch::id_ of s: the caches below are its
   TileSink* sink = nullptr;
   TileWorker* owner = nullptr;
   std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see order_classes()
@@ -199,9 +200,29 @@ struct TileWorker::State {
   // TileSearch::scalar_bounds of chosen[0..l], with the summaries of levels below l kept from
   // descend(l)'s entry (they do not change under it) and level l's made now.
   std::array<TileSearch::LevelSummary, kMaxLevels> sums{};
+  // Per level, the summary of the last set of spatial factors summarized there (TileSearch::
+  // summarize_temporal): sums[l] for a choice of level l from it.
+  struct SpatialSummary {
+    bool valid = false;
+    FanoutKey key{};
+    TileSearch::LevelSummary sum;
+  };
+  std::array<SpatialSummary, kMaxLevels> spatial_sums{};
+  void summarize(int l, const LevelChoice& ch) {
+    SpatialSummary& c = spatial_sums[static_cast<size_t>(l)];
+    const FanoutKey k = fanout_key(ch, s->R);
+    if (!c.valid || c.key != k) {
+      LevelChoice spatial = ch;
+      spatial.t.fill(1);
+      s->summarize(spatial, l, c.sum);
+      c.key = k;
+      c.valid = true;
+    }
+    s->summarize_temporal(ch, c.sum, sums[static_cast<size_t>(l)]);
+  }
   void bounds_of(int l, const std::array<int64_t, kMaxRanks>& rest, double& energy, double& cycles,
                  bool open_keep = false, bool open_temporal = false) {
-    s->summarize(chosen[static_cast<size_t>(l)], l, sums[static_cast<size_t>(l)]);
+    summarize(l, chosen[static_cast<size_t>(l)]);
     s->scalar_bounds(chosen.data(), sums.data(), l, rest, energy, cycles, open_keep, open_temporal);
   }
 
@@ -210,6 +231,20 @@ struct TileWorker::State {
   // level's classification, admissible, within capacity and (branch and bound) not beaten, its
   // bounds then in last_energy_lb / last_cycles_lb. Counts what it cuts.
   bool admit(int l, const LevelChoice& ch, TensorMask keep, const std::array<int64_t, kMaxRanks>& rest);
+  // admit for `ch` under every kept set keep_options[l][i] at once (but those `skip` marks):
+  // keep_ok[l][i] whether it may be extended; if so, its bounds and reservation in keep_bound[l][i].
+  // The bounds of all its kept sets are made together (TileSearch::scalar_bounds_keeps).
+  struct KeepBound {
+    double energy = 0, cycles = 0;
+    int level = -1;
+    int64_t words = 0;
+  };
+  std::array<std::vector<uint8_t>, kMaxLevels> keep_ok;
+  std::array<std::vector<KeepBound>, kMaxLevels> keep_bound;
+  std::vector<TensorMask> keep_masks;  // scratch: the kept sets being bounded
+  std::vector<double> keep_energy, keep_cycles;
+  void admit_keeps(int l, const LevelChoice& ch, const std::array<int64_t, kMaxRanks>& rest,
+                   const uint8_t* skip = nullptr);
 
   // Branch and bound with TileSearchSpec::best_first: level l's choices that pass their bound,
   // extended in the order of the sink's priority of their bounds (one buffer per level, reused).
