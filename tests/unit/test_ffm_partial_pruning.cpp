@@ -411,7 +411,19 @@ TEST_CASE("ffm: the reservation branch and bound passes to the front is the one 
       spec.bound_scalar = true;
       const Mapspace space;  // the search keeps a reference
       const TileSearch s(tile, c, space, spec);
-      for (const int64_t limit : {int64_t{4}, int64_t{16}, int64_t{64}}) {
+      // Besides fixed limits, the words of every set of whole tiles the backing level may keep:
+      // where it is the top (it takes the rest), those are exactly what a branch keeping that
+      // set reserves, which the bounds of the levels below it pass per kept set.
+      std::vector<int64_t> limits = {4, 16, 64};
+      const int T = static_cast<int>(tile.tensors.size());
+      for (unsigned m = 0; m < (1u << T); ++m) {
+        if (m & spec.onchip_backing) continue;
+        int64_t words = 0;
+        for (int t = 0; t < T; ++t)
+          if (m >> t & 1) words += tile.tensor_volume(t);
+        limits.push_back(words);
+      }
+      for (const int64_t limit : limits) {
         ReservationSink all(tile, spec.backing_level, spec.onchip_backing, limit, false);
         ReservationSink bounded(tile, spec.backing_level, spec.onchip_backing, limit, true);
         TileWorker a, b;

@@ -37,8 +37,22 @@ double TileSearch::bandwidth_cycles(int l, double r, double w) const {
   return std::ceil(time * (1 - 1e-9));
 }
 
+void TileSearch::fix_keep(int m, TensorMask keep, KeepSets& out) const {
+  out = keep_sets_;
+  out.may[m] = out.must[m] = keep;
+  for (int l = 0; l < m; ++l) {
+    out.above[l] = 0;
+    for (int t = 0; t < T; ++t)
+      for (int k = l + 1; k < L; ++k) {
+        if (out.may[k] >> t & 1) out.above[l] |= static_cast<TensorMask>(1u << t);
+        if (out.must[k] >> t & 1) break;
+      }
+  }
+}
+
 double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t, double words,
-                                    bool from_l, bool compulsory) const {
+                                    bool from_l, bool compulsory, const KeepSets* ks) const {
+  const KeepSets& k = ks ? *ks : keep_sets_;
   // A word a level m above l reads serves the instances of the fan-outs of levels l+1..m that
   // share it: spatial factors over ranks t does not index on axes that multicast t (the others
   // split t's values or its groups). Per axis at most its size and what is left of the ranks it
@@ -52,7 +66,7 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   const RoleMask role = role_bit(pt.role);
   const bool out = t == plan_.output;
-  const bool top_backs = may_keep_at[L - 1] >> t & 1;
+  const bool top_backs = k.may[L - 1] >> t & 1;
   const double values = out ? static_cast<double>(pt.volume) : touched_[static_cast<size_t>(t)];
   const double least = compulsory ? values * (out ? top_update_pj(t) : top_read_pj(t)) : 0;
   // A window tensor's spatial loops above l over ranks of one dimension share values the
@@ -76,19 +90,20 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   const uint32_t others = ~static_cast<uint32_t>(pt.relevant_ranks) & ((1u << R) - 1);
   const double most = left(others);
   double shared = 1, best = std::numeric_limits<double>::infinity();
-  if (from_l && (may_keep_at[l] >> t & 1)) best = cost(l, serve_pj[l][t]);
+  if (from_l && (k.may[l] >> t & 1)) best = cost(l, serve_pj[l][t]);
   for (int m = l + 1; m < L; ++m) {
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
     if (lv.multicast_x & role) shared *= std::min(static_cast<double>(lv.fanout_x), left(x_ok[m] & others));
     if (lv.multicast_y & role) shared *= std::min(static_cast<double>(lv.fanout_y), left(y_ok[m] & others));
     fanned = fanned || lv.fanout_x * lv.fanout_y > 1;
-    if (may_keep_at[m] >> t & 1) best = std::min(best, cost(m, serve_pj[m][t] / std::min(shared, most)));
-    if (must_keep_at[m] >> t & 1) break;  // the innermost level keeping t is no further out
+    if (k.may[m] >> t & 1) best = std::min(best, cost(m, serve_pj[m][t] / std::min(shared, most)));
+    if (k.must[m] >> t & 1) break;  // the innermost level keeping t is no further out
   }
   return best;
 }
 
-double TileSearch::via_parent_energy(int below, int t, double words) const {
+double TileSearch::via_parent_energy(int below, int t, double words, const KeepSets* ks) const {
+  const KeepSets& k = ks ? *ks : keep_sets_;
   // The next level above `below` keeping t takes `words` (reads of an input's fills, updates of
   // the output's drains). If it is the top, at the top's price; if a level between, at its own,
   // and that level is then filled with each touched value of an input and the top still reads
@@ -97,14 +112,14 @@ double TileSearch::via_parent_energy(int below, int t, double words) const {
   const bool out = t == plan_.output;
   const double values = out ? static_cast<double>(pt.volume) : touched_[static_cast<size_t>(t)];
   const double top_pj = out ? top_update_pj(t) : top_read_pj(t);
-  const bool top_backs = may_keep_at[L - 1] >> t & 1;
+  const bool top_backs = k.may[L - 1] >> t & 1;
   double best = std::numeric_limits<double>::infinity();
   for (int m = below + 1; m < L; ++m) {
-    if (!(may_keep_at[m] >> t & 1)) continue;
+    if (!(k.may[m] >> t & 1)) continue;
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
     const double own = words * (out ? lv.update_pj : lv.read_pj);
     best = std::min(best, m == L - 1 ? own : !top_backs ? own : own + values * top_pj + (out ? 0.0 : values * lv.write_pj));
-    if (must_keep_at[m] >> t & 1) break;
+    if (k.must[m] >> t & 1) break;
   }
   return std::isfinite(best) ? best : 0;
 }
@@ -190,7 +205,7 @@ double TileSearch::relevant_spread(const LevelSummary* sums, int from, int to, i
 
 double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
                                  const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
-                                 double* wr, double* up) const {
+                                 double* wr, double* up, const KeepSets& ks) const {
   // Every level below the top keeping the output sends each tile it holds up to the next level
   // keeping it whenever the tile moves: the parent's updates are the child's fills (before the
   // first-update discount, which applies to the child's own fills) times the distinct tiles of
@@ -206,7 +221,7 @@ double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* 
     if (!(keep_at[k] >> t & 1)) continue;
     int parent = k + 1;
     while (parent <= kept_to && !(keep_at[parent] >> t & 1)) ++parent;
-    if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs the output
+    if (parent > kept_to && !(ks.above[kept_to] >> t & 1)) break;  // k backs the output
     // Backed on chip: drained only to a chosen parent below the top (else k may be the backing).
     if ((spec_.onchip_backing >> t & 1) && (parent > kept_to || parent == L - 1)) break;
     const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
@@ -217,7 +232,7 @@ double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* 
     } else {
       const double updates = std::max(volume, each * relevant_spread(sums, k + 1, l, t));
       // As for inputs (scalar_bounds): the top takes every output value at least once.
-      pj += via_parent_energy(kept_to, t, updates);
+      pj += via_parent_energy(kept_to, t, updates, &ks);
       *up = updates;
     }
   }
@@ -460,8 +475,14 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
 void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                                const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
                                bool open_keep, bool open_temporal) const {
+  scalar_bounds_with(chosen, sums, l, rest, keep_sets_, energy_lb, cycles_lb, open_keep, open_temporal);
+}
+
+void TileSearch::scalar_bounds_with(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                                    const std::array<int64_t, kMaxRanks>& rest, const KeepSets& ks, double& energy_lb,
+                                    double& cycles_lb, bool open_keep, bool open_temporal) const {
   BoundFrame f;
-  bound_frame(chosen, sums, l, rest, open_keep, open_temporal, f);
+  bound_frame(chosen, sums, l, rest, open_keep, open_temporal, &ks, f);
   TensorMask keep_at[kMaxLevels];
   for (int m = 0; m <= l; ++m) keep_at[m] = chosen[m].keep;
   TensorTerms sum;
@@ -475,12 +496,13 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* su
 
 void TileSearch::scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
                                      const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
-                                     double* energy_lb, double* cycles_lb, bool open_temporal) const {
+                                     double* energy_lb, double* cycles_lb, bool open_temporal,
+                                     const KeepSets* ks) const {
   // A tensor's terms depend on the kept sets only through which levels keep it: per tensor they
   // are made once for each of the two ways level l can hold it, and every kept set adds up its
   // tensors' terms (summing the same non-negative terms as scalar_bounds, in another grouping).
   BoundFrame f;
-  bound_frame(chosen, sums, l, rest, false, open_temporal, f);
+  bound_frame(chosen, sums, l, rest, false, open_temporal, ks ? ks : &keep_sets_, f);
   TensorMask keep_at[kMaxLevels];
   for (int m = 0; m < l; ++m) keep_at[m] = chosen[m].keep;
   TensorMask any = 0, all = static_cast<TensorMask>(~TensorMask{0});
@@ -501,7 +523,8 @@ void TileSearch::scalar_bounds_keeps(const LevelChoice* chosen, const LevelSumma
 
 void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums, int l,
                              const std::array<int64_t, kMaxRanks>& rest, bool open_keep, bool open_temporal,
-                             BoundFrame& f) const {
+                             const KeepSets* ks, BoundFrame& f) const {
+  f.ks = ks;
   f.l = l;
   f.rest = &rest;
   f.open_keep = open_keep;
@@ -564,6 +587,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
   // Words each chosen level reads and writes (over all instances) at least go to rd and wr, for the
   // latency bound of its bandwidth.
   const int l = f.l, kept_to = f.kept_to;
+  const KeepSets& ks = *f.ks;
   const std::array<int64_t, kMaxRanks>& rest = *f.rest;
   const double ops = static_cast<double>(plan_.operations);
   // Words the outermost level (the backing store of every tensor not backed on chip) serves, when
@@ -572,7 +596,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
   // outermost tile of it needs. Its bandwidth then bounds the latency before the top is chosen.
   auto only_top_above = [&] {
     for (int m = kept_to + 1; m < L - 1; ++m)
-      if (may_keep_at[m] >> t & 1) return false;
+      if (ks.may[m] >> t & 1) return false;
     return true;
   };
   auto window_tile = [&](int k) {
@@ -593,7 +617,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
   for (int k = 0; k <= last; ++k) per_op *= sums[k].per_op[t];
   const double words = ops * per_op;
   if (m <= kept_to) out.served += words * serve_pj[m][t];
-  else out.served += serve_from_above(l, rest, t, words, f.open_keep, f.top_open && !backed);
+  else out.served += serve_from_above(l, rest, t, words, f.open_keep, f.top_open && !backed, &ks);
   if (m > kept_to) {
     // Served straight from above l: by the top itself, where no level between may keep it.
     // (`words` before the sharing of the fan-outs above l, at most all of them.)
@@ -612,7 +636,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
     out.rd[m] += reads;
     out.wr[m] += words;
     double up = 0;
-    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.inst_least, out.wr, &up);
+    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.inst_least, out.wr, &up, ks);
     if (f.top_open && only_top_above() && !backed) top_words = std::max(top_words, up);
     out.top_wr += top_words;
     return;
@@ -629,7 +653,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
     if (!(keep_at[k] >> t & 1)) continue;
     int parent = k + 1;
     while (parent <= kept_to && !(keep_at[parent] >> t & 1)) ++parent;
-    if (parent > kept_to && !(may_keep_above[kept_to] >> t & 1)) break;  // k backs t: no fills
+    if (parent > kept_to && !(ks.above[kept_to] >> t & 1)) break;  // k backs t: no fills
     if (backed && (parent > kept_to || parent == L - 1)) break;
     double each = plain_tile_moves(sums, k, l, t, rest, f.above_l, window_tensors_ >> t & 1 ? window_tile(k) : 0);
     double fills = std::max(values, each * f.inst_least[k]);
@@ -657,7 +681,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
       if (top_parent) top_words = std::max(top_words, reads);
       // Whichever level above is the parent, the top still reads each touched value at least
       // once, and a parent between is filled with them (via_parent_energy).
-      out.moved += via_parent_energy(kept_to, t, reads);
+      out.moved += via_parent_energy(kept_to, t, reads, &ks);
     }
   }
   out.top_rd += top_words;

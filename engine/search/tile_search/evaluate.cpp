@@ -270,6 +270,8 @@ void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
   if (s != &search || search_id != search.id_) {
     search_id = search.id_;
     for (auto& c : spatial_sums) c.valid = false;
+    s = &search;
+    make_split_sets();
     orders.clear();
     code_cache.clear();
     nests.clear();

@@ -233,6 +233,9 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
         if (must_keep_at[m] >> t & 1) break;  // the next level keeping t is no further out
       }
   }
+  keep_sets_.may = may_keep_at;
+  keep_sets_.must = must_keep_at;
+  keep_sets_.above = may_keep_above;
   for (int t = 0; t < T; ++t) {
     touched_[t] = static_cast<double>(touched_values(e, t));
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];

@@ -194,12 +194,21 @@ class TileSearch {
   // fan-outs above l) from a level above l that may keep it (or l itself, `from_l`), over the
   // sharing the fan-outs of levels l+1.. allow with `rest` left of every rank; `compulsory`:
   // with the top's access of each of t's values, and the fill of a serving level between.
+  // What each level may keep, must keep, and what a level above it may keep (per level, a bit per
+  // tensor): the search's (keep_options), or with one level's kept set fixed (fix_keep).
+  struct KeepSets {
+    std::array<TensorMask, kMaxLevels> may{}, must{}, above{};
+  };
+  const KeepSets& keep_sets() const { return keep_sets_; }
+  // The search's KeepSets with level m (above the chosen levels, below the outermost) keeping
+  // exactly `keep`.
+  void fix_keep(int m, TensorMask keep, KeepSets& out) const;
   double serve_from_above(int l, const std::array<int64_t, kMaxRanks>& rest, int t, double words, bool from_l,
-                          bool compulsory) const;
+                          bool compulsory, const KeepSets* ks = nullptr) const;
   // The least energy of `words` accesses (an input's fill reads, the output's drain updates) at
   // the next level above `below` keeping tensor t, with the top's access of each value and the
   // fill of a level between.
-  double via_parent_energy(int below, int t, double words) const;
+  double via_parent_energy(int below, int t, double words, const KeepSets* ks = nullptr) const;
   // Whole cycles level l needs to read r and write w words per instance, at least.
   double bandwidth_cycles(int l, double r, double w) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
@@ -238,7 +247,13 @@ class TileSearch {
   // once per whether level l keeps it. A search bounds a level's choice under all its kept sets.
   void scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
                            const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
-                           double* energy_lb, double* cycles_lb, bool open_temporal = false) const;
+                           double* energy_lb, double* cycles_lb, bool open_temporal = false,
+                           const KeepSets* ks = nullptr) const;
+  // scalar_bounds over the completions whose levels keep what `ks` allows (fix_keep: a level above
+  // l keeping one set) instead of every kept set.
+  void scalar_bounds_with(const LevelChoice* chosen, const LevelSummary* sums, int l,
+                          const std::array<int64_t, kMaxRanks>& rest, const KeepSets& ks, double& energy_lb,
+                          double& cycles_lb, bool open_keep = false, bool open_temporal = false) const;
 
  private:
   // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t, the words its
@@ -255,12 +270,13 @@ class TileSearch {
   double spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const;
   double output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
                        const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least, double* wr,
-                       double* up) const;
+                       double* up, const KeepSets& ks) const;
 
   // scalar_bounds in parts: what the kept sets do not change (bound_frame), each tensor's terms
   // (tensor_terms, given what every level 0..l keeps: `keep_at`), and their sum turned into the
   // two bounds (finish_bounds). The terms are sums, so tensors' terms made apart add up.
   struct BoundFrame {
+    const KeepSets* ks = nullptr;
     int l = 0, kept_to = 0;
     const std::array<int64_t, kMaxRanks>* rest = nullptr;
     bool open_keep = false, open_temporal = false, top_open = false;
@@ -274,7 +290,7 @@ class TileSearch {
     void add(const TensorTerms& o, int kept_to);
   };
   void bound_frame(const LevelChoice* chosen, const LevelSummary* sums, int l, const std::array<int64_t, kMaxRanks>& rest,
-                   bool open_keep, bool open_temporal, BoundFrame& f) const;
+                   bool open_keep, bool open_temporal, const KeepSets* ks, BoundFrame& f) const;
   void tensor_terms(const BoundFrame& f, const LevelChoice* chosen, const LevelSummary* sums, const TensorMask* keep_at,
                     int t, TensorTerms& out) const;
   void finish_bounds(const BoundFrame& f, const TensorTerms& sum, double& energy_lb, double& cycles_lb) const;
@@ -356,6 +372,7 @@ class TileSearch {
   // Per level, 1 / its read, write and shared bandwidth (0 where it has none): bandwidth_cycles.
   std::array<std::array<double, 3>, kMaxLevels> inv_bw_{};
   std::array<TensorMask, kMaxLevels> may_keep_above{};  // per level l: tensors a level above l may keep
+  KeepSets keep_sets_;  // the three above
   // Per level with a fan-out: the most instances its spatial factors can use with what is left of
   // the ranks its axes accept (each factor a divisor of what is left, each axis at most its
   // fan-out), by the position of each such rank's rest among its size's divisors; empty when the

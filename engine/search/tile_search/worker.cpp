@@ -1,6 +1,8 @@
 // The enumeration of a search's levels, innermost first (descend: factors, kept sets, capacity
 // and bound pruning), and TileWorker's entry points.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "engine/search/tile_search/worker_state.hpp"
@@ -23,6 +25,56 @@ bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, con
     ++owner->bound_pruned[static_cast<size_t>(l)];
     return false;
   }
+  return true;
+}
+
+void TileWorker::State::make_split_sets() {
+  split_sets.clear();
+  split_full_words.clear();
+  const int b = s->spec_.backing_level;
+  if (!s->spec_.bound_scalar || b <= 0 || b >= s->L - 1 || b != s->top) return;
+  const std::vector<TensorMask>& keeps = s->keep_options[static_cast<size_t>(b)];
+  if (keeps.size() < 2) return;
+  LevelChoice whole;
+  whole.t.fill(1);
+  whole.x.fill(1);
+  whole.y.fill(1);
+  int64_t sizes[kMaxRanks];
+  for (int r = 0; r < s->R; ++r) sizes[r] = s->e_.ranks[static_cast<size_t>(r)].size;
+  for (TensorMask k : keeps) {
+    split_sets.emplace_back();
+    s->fix_keep(b, k, split_sets.back());
+    whole.keep = static_cast<TensorMask>(k & ~s->spec_.onchip_backing);
+    split_full_words.push_back(s->kept_words(sizes, whole));
+  }
+}
+
+bool TileWorker::State::split_beaten(int l, const std::array<int64_t, kMaxRanks>& rest, bool open_keep,
+                                     bool open_temporal, double& energy, double& cycles, KeepBound* out) {
+  const int b = s->spec_.backing_level;
+  summarize(l, chosen[static_cast<size_t>(l)]);
+  bool all = true;
+  energy = cycles = std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j < split_sets.size(); ++j) {
+    double e = 0, c = 0;
+    s->scalar_bounds_with(chosen.data(), sums.data(), l, rest, split_sets[j], e, c, open_keep, open_temporal);
+    const int64_t words = split_full_words[j];
+    const bool beat = sink->beaten(e, c, b, words);
+    if (out) out[j] = {e, c, beat ? -2 : b, words};
+    if (!beat) {
+      all = false;
+      energy = std::min(energy, e);
+      cycles = std::min(cycles, c);
+    }
+  }
+  last_level = -1;  // a single bound for the choice: its least over the kept sets, no reservation
+  last_words = 0;
+  return all;
+}
+
+bool TileWorker::State::split_still_beaten(const KeepBound* kb) {
+  for (size_t j = 0; j < split_sets.size(); ++j)
+    if (kb[j].level != -2 && !sink->beaten(kb[j].energy, kb[j].cycles, kb[j].level, kb[j].words)) return false;
   return true;
 }
 
@@ -57,6 +109,37 @@ void TileWorker::State::admit_keeps(int l, const LevelChoice& ch, const std::arr
   keep_cycles.resize(keep_masks.size());
   chosen[l] = ch;
   summarize(l, ch);
+  if (split_at(l)) {
+    // Per kept set j of the backing level: every kept set i of level l at once.
+    const size_t nj = split_sets.size();
+    std::vector<KeepBound>& split = keep_split[static_cast<size_t>(l)];
+    split.resize(n * nj);
+    for (size_t j = 0; j < nj; ++j) {
+      s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, keep_masks.data(), m, keep_energy.data(),
+                             keep_cycles.data(), false, &split_sets[j]);
+      const int64_t words = split_full_words[j];
+      for (size_t i = 0, k = 0; i < n; ++i) {
+        if (!ok[i]) continue;
+        const double e = keep_energy[k], c = keep_cycles[k++];
+        split[i * nj + j] = {e, c, sink->beaten(e, c, s->spec_.backing_level, words) ? -2 : s->spec_.backing_level, words};
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!ok[i]) continue;
+      KeepBound& b = kb[i];
+      b = {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), -1, 0};
+      for (size_t j = 0; j < nj; ++j)
+        if (const KeepBound& x = split[i * nj + j]; x.level != -2) {
+          b.energy = std::min(b.energy, x.energy);
+          b.cycles = std::min(b.cycles, x.cycles);
+        }
+      if (std::isinf(b.energy)) {
+        ++owner->bound_pruned[static_cast<size_t>(l)];
+        ok[i] = 0;
+      }
+    }
+    return;
+  }
   s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, keep_masks.data(), m, keep_energy.data(),
                          keep_cycles.data());
   for (size_t i = 0, j = 0; i < n; ++i) {
@@ -104,8 +187,13 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       std::array<int64_t, kMaxRanks> rest = remaining;
       for (int r = 0; r < s->R; ++r) rest[r] /= spatial.x[r] * spatial.y[r];
       double energy = 0, cycles = 0;
-      bounds_of(l, rest, energy, cycles, true);
-      const bool beaten = sink->beaten(energy, cycles, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
+      bool beaten;
+      if (split_at(l)) {
+        beaten = split_beaten(l, rest, true, false, energy, cycles);
+      } else {
+        bounds_of(l, rest, energy, cycles, true);
+        beaten = sink->beaten(energy, cycles, open_level[static_cast<size_t>(l)], open_words[static_cast<size_t>(l)]);
+      }
       owner->bound_pruned[static_cast<size_t>(l)] += beaten;
       return beaten;
     };
@@ -128,9 +216,11 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   for (const LevelChoice& ch : choices) {
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
-    admit_keeps(l, ch, rest);
+    const bool b_next = split_at(l) && l + 1 == s->spec_.backing_level;
+    admit_keeps(l, ch, rest, l == s->spec_.backing_level && b_dead_set ? b_dead.data() : nullptr);
     for (size_t i = 0; i < keeps.size(); ++i) {
       if (!keep_ok[static_cast<size_t>(l)][i]) continue;  // (descend(l + 1) leaves level l's buffers alone)
+      if (b_next) inherit_b_dead(&keep_split[static_cast<size_t>(l)][i * split_sets.size()]);
       const KeepBound& b = keep_bound[static_cast<size_t>(l)][i];
       chosen[l] = ch;
       chosen[l].keep = keeps[i];
@@ -153,6 +243,10 @@ void TileWorker::State::extend(int l, const std::array<int64_t, kMaxRanks>& rema
   last_cycles_lb = rk.cycles;
   last_level = rk.level;
   last_words = rk.words;
+  if (l + 1 == s->spec_.backing_level) {
+    b_dead_set = false;
+    if (rk.split != kNoSplit) inherit_b_dead(&ranked_split[static_cast<size_t>(l)][rk.split]);
+  }
   descend(l + 1, rest);
 }
 
@@ -168,6 +262,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   // have improved meanwhile). Ties keep the enumeration order, so the order is deterministic.
   std::vector<Ranked>& ranked = ranked_at[static_cast<size_t>(l)];
   ranked.clear();
+  ranked_split[static_cast<size_t>(l)].clear();
   // level_choices gives the temporal choices of one set of spatial factors one after another. Per
   // set and kept set, one bound with the level's temporal factors left to the levels above (a
   // lower bound for every temporal choice: the tile and the inner iterations only move from the
@@ -175,6 +270,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   const std::vector<TensorMask>& keeps = s->keep_options[l];
   std::vector<uint8_t>& keep_dead = keep_dead_at[static_cast<size_t>(l)];
   keep_dead.assign(keeps.size(), 0);
+  if (l == s->spec_.backing_level && b_dead_set) keep_dead = b_dead;  // beaten below b (split_at)
   FanoutKey spatial_set{};
   bool have_set = false;
   for (size_t i = 0; i < choices.size(); ++i) {
@@ -196,22 +292,41 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         const int n = static_cast<int>(keeps.size());
         keep_energy.resize(keeps.size());
         keep_cycles.resize(keeps.size());
-        s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
-                               keep_cycles.data(), true);
-        for (size_t ki = 0; ki < keeps.size(); ++ki)
-          keep_dead[ki] = sink->beaten(keep_energy[ki], keep_cycles[ki], open_level[static_cast<size_t>(l)],
-                                       open_words[static_cast<size_t>(l)]);
+        if (split_at(l)) {
+          std::fill(keep_dead.begin(), keep_dead.end(), 1);
+          for (size_t j = 0; j < split_sets.size(); ++j) {
+            s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
+                                   keep_cycles.data(), true, &split_sets[j]);
+            const int64_t words = split_full_words[j];
+            for (size_t ki = 0; ki < keeps.size(); ++ki)
+              keep_dead[ki] = keep_dead[ki] &&
+                              sink->beaten(keep_energy[ki], keep_cycles[ki], s->spec_.backing_level, words);
+          }
+        } else {
+          s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
+                                 keep_cycles.data(), true);
+          for (size_t ki = 0; ki < keeps.size(); ++ki)
+            keep_dead[ki] = sink->beaten(keep_energy[ki], keep_cycles[ki], open_level[static_cast<size_t>(l)],
+                                         open_words[static_cast<size_t>(l)]);
+        }
       }
     }
     std::array<int64_t, kMaxRanks> rest = remaining;
     for (int r = 0; r < s->R; ++r) rest[r] /= ch.t[r] * ch.x[r] * ch.y[r];
     for (size_t ki = 0; ki < keeps.size(); ++ki) owner->bound_pruned[static_cast<size_t>(l)] += keep_dead[ki];
     admit_keeps(l, ch, rest, keep_dead.data());
+    const bool split = split_at(l);
     for (size_t ki = 0; ki < keeps.size(); ++ki) {
       if (!keep_ok[static_cast<size_t>(l)][ki]) continue;
       const KeepBound& b = keep_bound[static_cast<size_t>(l)][ki];
       ranked.push_back({sink->priority(b.energy, b.cycles), b.energy, b.cycles, static_cast<uint32_t>(i), keeps[ki],
                         0.0, b.level, b.words});
+      if (split) {
+        std::vector<KeepBound>& to = ranked_split[static_cast<size_t>(l)];
+        ranked.back().split = static_cast<uint32_t>(to.size());
+        const KeepBound* from = &keep_split[static_cast<size_t>(l)][ki * split_sets.size()];
+        to.insert(to.end(), from, from + split_sets.size());
+      }
     }
   }
   // Bounds that tie on the priority (the fewest cycles of Stream's per-tile criterion: most
@@ -220,7 +335,7 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
   // descend() below reuses deeper buffers only, so `ranked` and `choices` stay valid.
   for (const Ranked& rk : ranked) {
     if (s->over()) return;
-    if (sink->beaten(rk.energy, rk.cycles, rk.level, rk.words)) {
+    if (ranked_beaten(l, rk)) {
       ++owner->bound_pruned[static_cast<size_t>(l)];
       continue;
     }
@@ -298,6 +413,7 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   st.bind(s, &sink);
   if (s.over()) return;
   const LevelChoice& root = s.roots_[i];
+  st.b_dead_set = false;
   st.chosen[0] = root;
   st.below_ext[0].fill(1);  // nothing below the innermost level (backing_words at b = 0)
   if (s.spec_.prune && !s.fits(st.chosen.data(), 0)) {

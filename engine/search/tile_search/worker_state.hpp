@@ -80,6 +80,12 @@ struct TileWorker::State {
   const TileSearch* s = nullptr;
   uint64_t search_id = 0;  // TileSearch::id_ of s: the caches below are its
   TileSink* sink = nullptr;
+  // A choice's lower bounds and its reservation at the backing level (TileSink::beaten's).
+  struct KeepBound {
+    double energy = 0, cycles = 0;
+    int level = -1;
+    int64_t words = 0;
+  };
   TileWorker* owner = nullptr;
   std::unordered_map<uint64_t, std::vector<std::vector<int>>> orders;  // see order_classes()
   // analyze() per loop structure (levels, ranks and kinds of the loops, kept tensors): a bucket is
@@ -173,10 +179,38 @@ struct TileWorker::State {
 
   // Branch and bound: whether the sink already beats every completion of levels 0..l.
   bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) {
+    if (split_at(l)) return split_beaten(l, rest, false, false, last_energy_lb, last_cycles_lb);
     bounds_of(l, rest, last_energy_lb, last_cycles_lb);
     backing_words(l, last_level, last_words);
     return sink->beaten(last_energy_lb, last_cycles_lb, last_level, last_words);
   }
+  // A fused context's backing level b (TileSearchSpec::backing_level), the top, with several kept
+  // sets: the completions of chosen[0..l], l < b, are bounded per kept set K of b. The top takes
+  // the rest, so each reserves exactly K's whole tiles at b, and is served where K says: a front
+  // whose points keep few words at b cuts the branches that would keep more before b is chosen
+  // (one bound with no reservation cut only where a point of the front reserved nothing).
+  // Beaten when every kept set is.
+  std::vector<TileSearch::KeepSets> split_sets;  // per keep_options[b] (bind)
+  std::vector<int64_t> split_full_words;         // per kept set: its words at b
+  bool split_at(int l) const { return !split_sets.empty() && l < s->spec_.backing_level; }
+  // Per kept set of b, whether the bounds of the choice being extended at the level below b beat
+  // it: b's choices keeping it are then skipped unbounded (set by the level below b, read by b).
+  std::vector<uint8_t> b_dead;
+  bool b_dead_set = false;
+  void inherit_b_dead(const KeepBound* kb) {
+    b_dead.resize(split_sets.size());
+    for (size_t j = 0; j < split_sets.size(); ++j)
+      b_dead[j] = kb[j].level == -2 || sink->beaten(kb[j].energy, kb[j].cycles, kb[j].level, kb[j].words);
+    b_dead_set = true;
+  }
+  // One bound per kept set of b for chosen[0..l] (bounds_of's flags): false if some kept set's is
+  // not beaten; then `energy`, `cycles` are the least over those (for the order of extension) and,
+  // given `out`, every kept set's bound goes there (a beaten one with level -2).
+  bool split_beaten(int l, const std::array<int64_t, kMaxRanks>& rest, bool open_keep, bool open_temporal, double& energy,
+                    double& cycles, KeepBound* out = nullptr);
+  // Whether the sink now beats every kept set's bound of `kb` (split_beaten's `out`).
+  bool split_still_beaten(const KeepBound* kb);
+  void make_split_sets();
   int last_level = -1;      // of the choice bound_beaten passed last: backing_words
   int64_t last_words = 0;
   // Per level l: backing_words of levels 0..l-1, made once by descend(l) for the bounds of level
@@ -234,13 +268,10 @@ struct TileWorker::State {
   // admit for `ch` under every kept set keep_options[l][i] at once (but those `skip` marks):
   // keep_ok[l][i] whether it may be extended; if so, its bounds and reservation in keep_bound[l][i].
   // The bounds of all its kept sets are made together (TileSearch::scalar_bounds_keeps).
-  struct KeepBound {
-    double energy = 0, cycles = 0;
-    int level = -1;
-    int64_t words = 0;
-  };
   std::array<std::vector<uint8_t>, kMaxLevels> keep_ok;
   std::array<std::vector<KeepBound>, kMaxLevels> keep_bound;
+  // split_at(l): per kept set i of level l, split_sets.size() bounds from keep_split[l][i * n].
+  std::array<std::vector<KeepBound>, kMaxLevels> keep_split;
   std::vector<TensorMask> keep_masks;  // scratch: the kept sets being bounded
   std::vector<double> keep_energy, keep_cycles;
   void admit_keeps(int l, const LevelChoice& ch, const std::array<int64_t, kMaxRanks>& rest,
@@ -248,6 +279,7 @@ struct TileWorker::State {
 
   // Branch and bound with TileSearchSpec::best_first: level l's choices that pass their bound,
   // extended in the order of the sink's priority of their bounds (one buffer per level, reused).
+  static constexpr uint32_t kNoSplit = ~uint32_t{0};
   struct Ranked {
     double priority, energy, cycles;
     uint32_t choice;
@@ -255,6 +287,7 @@ struct TileWorker::State {
     double fill;  // descend_probe's order: minus the words the choice keeps at its level
     int level = -1;      // backing_words of the choice
     int64_t words = 0;
+    uint32_t split = kNoSplit;  // split_at: its kept sets' bounds in ranked_split[level of the choice]
     // Best first: the objective of the bounds, then the energy bound, then the cycles bound.
     static bool by_bound(const Ranked& a, const Ranked& b) {
       if (a.priority != b.priority) return a.priority < b.priority;
@@ -263,6 +296,12 @@ struct TileWorker::State {
     }
   };
   std::array<std::vector<Ranked>, kMaxLevels> ranked_at;
+  std::array<std::vector<KeepBound>, kMaxLevels> ranked_split;
+  // Whether the sink now beats every completion of a ranked choice of level l.
+  bool ranked_beaten(int l, const Ranked& rk) {
+    if (rk.split != kNoSplit) return split_still_beaten(&ranked_split[static_cast<size_t>(l)][rk.split]);
+    return sink->beaten(rk.energy, rk.cycles, rk.level, rk.words);
+  }
   std::array<std::vector<uint8_t>, kMaxLevels> keep_dead_at;  // per kept-set option: beaten for the spatial set
   void descend_best_first(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
   void descend_probe(int l, const std::array<int64_t, kMaxRanks>& remaining, const std::vector<LevelChoice>& choices);
