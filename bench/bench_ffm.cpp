@@ -6,6 +6,7 @@
 // Mapping, analysis and scalar evaluation per tile mapping) on the same contexts; `orders:1` =
 // every loop order (reduced to reuse classes by the fast generator), `orders:0` = rank order only.
 // Rates are per CPU second of the main thread: run with OMP_NUM_THREADS=1.
+// `BM_FusedConvs`: two chained convolutions on gemmini_fusable, fused contexts included.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -57,7 +58,46 @@ void BM_Pmappings(benchmark::State& state) {
   state.counters["kept"] = benchmark::Counter(static_cast<double>(kept), benchmark::Counter::kAvgIterations);
 }
 
+// Two chained 3 x 3 convolutions, C = K = `channels`, the second consuming the first's `size` x
+// `size` output (no padding), as FFM fuses them on gemmini_fusable (whose
+// scratchpad may back the intermediate): every matched context of both, fused ones included, by
+// the branch and bound against each context's front (convolutions' halos leave partial pruning
+// out; docs/ffm.md, "Branch and bound against the front", "Per kept set of the backing level").
+// Counter `contexts`: contexts generated per iteration.
+void BM_FusedConvs(benchmark::State& state) {
+  const Core core = load_architecture("gemmini_fusable").cores.at(0);
+  ConvShape a;
+  a.P = a.Q = state.range(0);
+  a.C = a.K = state.range(1);
+  a.R = a.S = 3;
+  ConvShape b = a;  // no padding: the second's output is 2 smaller
+  b.P = b.Q = a.P - 2;
+  Workload w;
+  w.name = "two_convs";
+  w.einsums.push_back(make_conv("conv_a", a, "X", "Wa", "Y"));
+  w.einsums.push_back(make_conv("conv_b", b, "Y", "Wb", "Z"));
+  finalize(w);
+  PmappingOptions o;
+  std::vector<std::vector<PmappingContext>> contexts;
+  for (int i = 0; i < 2; ++i) contexts.push_back(make_contexts(w, i, core, o));
+  drop_unmatched_contexts(w, contexts);
+  int64_t evaluated = 0, kept = 0, generated = 0;
+  for (auto _ : state)
+    for (int i = 0; i < 2; ++i) {
+      const EinsumPmappings p = generate_pmappings(w, i, core, o, contexts[i]);
+      evaluated += p.evaluated;
+      kept += p.kept;
+      generated += static_cast<int64_t>(p.contexts.size());
+    }
+  state.counters["evals"] = benchmark::Counter(static_cast<double>(evaluated), benchmark::Counter::kAvgIterations);
+  state.counters["kept"] = benchmark::Counter(static_cast<double>(kept), benchmark::Counter::kAvgIterations);
+  state.counters["contexts"] = benchmark::Counter(static_cast<double>(generated), benchmark::Counter::kAvgIterations);
+}
+
 }  // namespace
+
+// Fused convolutions (size, channels): 14 x 14 and 28 x 28 with 32 channels.
+BENCHMARK(BM_FusedConvs)->ArgNames({"PQ", "CK"})->Args({14, 32})->Args({28, 32})->Unit(benchmark::kSecond)->Iterations(1);
 
 // Fast generator: Gemmini and TPUv4i, 16^3 and 64^3, every order and rank order only.
 BENCHMARK(BM_Pmappings)
