@@ -475,17 +475,12 @@ void TileSearch::scalar_bounds(const LevelChoice* chosen, int l, const std::arra
 void TileSearch::scalar_bounds(const LevelChoice* chosen, const LevelSummary* sums, int l,
                                const std::array<int64_t, kMaxRanks>& rest, double& energy_lb, double& cycles_lb,
                                bool open_keep, bool open_temporal) const {
-  scalar_bounds_with(chosen, sums, l, rest, keep_sets_, energy_lb, cycles_lb, open_keep, open_temporal);
-}
-
-void TileSearch::scalar_bounds_with(const LevelChoice* chosen, const LevelSummary* sums, int l,
-                                    const std::array<int64_t, kMaxRanks>& rest, const KeepSets& ks, double& energy_lb,
-                                    double& cycles_lb, bool open_keep, bool open_temporal) const {
   BoundFrame f;
-  bound_frame(chosen, sums, l, rest, open_keep, open_temporal, &ks, f);
+  bound_frame(chosen, sums, l, rest, open_keep, open_temporal, &keep_sets_, f);
   TensorMask keep_at[kMaxLevels];
   for (int m = 0; m <= l; ++m) keep_at[m] = chosen[m].keep;
   TensorTerms sum;
+  sum.clear(f.kept_to);
   for (int t = 0; t < T; ++t) {
     TensorTerms one;
     tensor_terms(f, chosen, sums, keep_at, t, one);
@@ -496,29 +491,45 @@ void TileSearch::scalar_bounds_with(const LevelChoice* chosen, const LevelSummar
 
 void TileSearch::scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
                                      const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
-                                     double* energy_lb, double* cycles_lb, bool open_temporal,
-                                     const KeepSets* ks) const {
+                                     double* energy_lb, double* cycles_lb, bool open_temporal, const KeepSets* sets,
+                                     int m, int fixed, bool open_keep) const {
   // A tensor's terms depend on the kept sets only through which levels keep it: per tensor they
-  // are made once for each of the two ways level l can hold it, and every kept set adds up its
-  // tensors' terms (summing the same non-negative terms as scalar_bounds, in another grouping).
-  BoundFrame f;
-  bound_frame(chosen, sums, l, rest, false, open_temporal, ks ? ks : &keep_sets_, f);
-  TensorMask keep_at[kMaxLevels];
-  for (int m = 0; m < l; ++m) keep_at[m] = chosen[m].keep;
-  TensorMask any = 0, all = static_cast<TensorMask>(~TensorMask{0});
-  for (int i = 0; i < n; ++i) any = static_cast<TensorMask>(any | keeps[i]), all = static_cast<TensorMask>(all & keeps[i]);
-  TensorTerms terms[kMaxTensors][2];
-  for (int t = 0; t < T; ++t)
-    for (int held = 0; held < 2; ++held) {
-      if (held ? !(any >> t & 1) : (all >> t & 1)) continue;  // no kept set holds it so
-      keep_at[l] = held ? static_cast<TensorMask>(TensorMask{1} << t) : TensorMask{0};
-      tensor_terms(f, chosen, sums, keep_at, t, terms[t][held]);
-    }
-  for (int i = 0; i < n; ++i) {
-    TensorTerms sum;
-    for (int t = 0; t < T; ++t) sum.add(terms[t][keeps[i] >> t & 1], f.kept_to);
-    finish_bounds(f, sum, energy_lb[i], cycles_lb[i]);
+  // are made once for each way level l (and `fixed`) can hold it, and every combination adds up
+  // its tensors' terms (summing the same non-negative terms as scalar_bounds, in another grouping).
+  if (!sets) {
+    sets = &keep_sets_;
+    m = 1;
+    fixed = -1;
   }
+  BoundFrame f;
+  bound_frame(chosen, sums, l, rest, open_keep, open_temporal, sets, f);
+  TensorMask keep_at[kMaxLevels];
+  for (int k = 0; k < l; ++k) keep_at[k] = chosen[k].keep;
+  TensorMask any = 0, all = static_cast<TensorMask>(~TensorMask{0});
+  if (open_keep) all = 0;  // level l's kept set is not read (kept_to = l - 1)
+  else
+    for (int i = 0; i < n; ++i) any = static_cast<TensorMask>(any | keeps[i]), all = static_cast<TensorMask>(all & keeps[i]);
+  const auto b_keeps = [&](int j, int t) { return fixed >= 0 && (sets[j].must[static_cast<size_t>(fixed)] >> t & 1); };
+  TensorTerms terms[kMaxTensors][2][2];  // [tensor][level l keeps it][`fixed` keeps it]
+  for (int t = 0; t < T; ++t)
+    for (int held_b = 0; held_b < 2; ++held_b) {
+      int j = 0;
+      while (j < m && b_keeps(j, t) != (held_b == 1)) ++j;
+      if (j == m) continue;  // no set holds it so
+      f.ks = &sets[j];       // the terms of t read only t's bit of the sets
+      for (int held = 0; held < 2; ++held) {
+        if (held ? !(any >> t & 1) : (all >> t & 1)) continue;  // no kept set holds it so
+        keep_at[l] = held ? static_cast<TensorMask>(TensorMask{1} << t) : TensorMask{0};
+        tensor_terms(f, chosen, sums, keep_at, t, terms[t][held][held_b]);
+      }
+    }
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < m; ++j) {
+      TensorTerms sum;
+      sum.clear(f.kept_to);
+      for (int t = 0; t < T; ++t) sum.add(terms[t][open_keep ? 0 : keeps[i] >> t & 1][b_keeps(j, t)], f.kept_to);
+      finish_bounds(f, sum, energy_lb[i * m + j], cycles_lb[i * m + j]);
+    }
 }
 
 void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums, int l,
@@ -565,6 +576,11 @@ void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums
   }
 }
 
+void TileSearch::TensorTerms::clear(int kept_to) {
+  served = moved = top_rd = top_wr = 0;
+  for (int m = 0; m <= kept_to; ++m) rd[m] = wr[m] = wr_each[m] = 0;
+}
+
 void TileSearch::TensorTerms::add(const TensorTerms& o, int kept_to) {
   served += o.served;
   moved += o.moved;
@@ -588,6 +604,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
   // latency bound of its bandwidth.
   const int l = f.l, kept_to = f.kept_to;
   const KeepSets& ks = *f.ks;
+  out.clear(kept_to);
   const std::array<int64_t, kMaxRanks>& rest = *f.rest;
   const double ops = static_cast<double>(plan_.operations);
   // Words the outermost level (the backing store of every tensor not backed on chip) serves, when

@@ -62,7 +62,7 @@ uint64_t next_search_id() {
 }  // namespace
 
 TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space, const TileSearchSpec& spec)
-    : e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)), id_(next_search_id()) {
+    : id_(next_search_id()), e_(e), c_(core_for(core, e)), space_(space), spec_(spec), plan_(compile_plan(e, core)) {
   const Core& c = c_;
   L = static_cast<int>(c.levels.size());
   R = static_cast<int>(e.ranks.size());

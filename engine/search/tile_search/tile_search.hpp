@@ -245,15 +245,14 @@ class TileSearch {
   // The same for each kept set keeps[i] of level l (chosen[l].keep is ignored) into energy_lb[i],
   // cycles_lb[i]: what does not depend on the kept sets is worked out once, and each tensor's terms
   // once per whether level l keeps it. A search bounds a level's choice under all its kept sets.
+  // With `sets` (m of them, each the search's KeepSets with level `fixed` keeping one set:
+  // fix_keep), the bounds under each: keeps[i] under sets[j] into energy_lb[i * m + j]; a tensor's
+  // terms then differ only by whether level l and level `fixed` keep it, so each is made at most
+  // four times. `open_keep` (n = 1, keeps unread): level l's kept set left open, as scalar_bounds.
   void scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
                            const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
                            double* energy_lb, double* cycles_lb, bool open_temporal = false,
-                           const KeepSets* ks = nullptr) const;
-  // scalar_bounds over the completions whose levels keep what `ks` allows (fix_keep: a level above
-  // l keeping one set) instead of every kept set.
-  void scalar_bounds_with(const LevelChoice* chosen, const LevelSummary* sums, int l,
-                          const std::array<int64_t, kMaxRanks>& rest, const KeepSets& ks, double& energy_lb,
-                          double& cycles_lb, bool open_keep = false, bool open_temporal = false) const;
+                           const KeepSets* sets = nullptr, int m = 1, int fixed = -1, bool open_keep = false) const;
 
  private:
   // Parts of scalar_bounds (bounds.cpp). Per instance of level k keeping tensor t, the words its
@@ -284,9 +283,12 @@ class TileSearch {
     double inst[kMaxLevels], inst_reducing[kMaxLevels], inst_least[kMaxLevels];
     double cum[kMaxLevels][kMaxRanks];  // window tensors: per rank, the tile factor of levels 0..k
   };
+  // Made by clear(kept_to): only the levels up to kept_to are used (the arrays are left
+  // uninitialised above, since a bound makes and sums many of these).
   struct TensorTerms {
-    double served = 0, moved = 0, top_rd = 0, top_wr = 0;  // energy; words the unchosen top moves
-    double rd[kMaxLevels] = {}, wr[kMaxLevels] = {}, wr_each[kMaxLevels] = {};  // words per chosen level
+    double served, moved, top_rd, top_wr;  // energy; words the unchosen top moves
+    double rd[kMaxLevels], wr[kMaxLevels], wr_each[kMaxLevels];  // words per chosen level
+    void clear(int kept_to);
     void add(const TensorTerms& o, int kept_to);
   };
   void bound_frame(const LevelChoice* chosen, const LevelSummary* sums, int l, const std::array<int64_t, kMaxRanks>& rest,

@@ -55,9 +55,13 @@ bool TileWorker::State::split_beaten(int l, const std::array<int64_t, kMaxRanks>
   summarize(l, chosen[static_cast<size_t>(l)]);
   bool all = true;
   energy = cycles = std::numeric_limits<double>::infinity();
+  const int m = static_cast<int>(split_sets.size());
+  keep_energy.resize(split_sets.size());
+  keep_cycles.resize(split_sets.size());
+  s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, &chosen[static_cast<size_t>(l)].keep, 1,
+                         keep_energy.data(), keep_cycles.data(), open_temporal, split_sets.data(), m, b, open_keep);
   for (size_t j = 0; j < split_sets.size(); ++j) {
-    double e = 0, c = 0;
-    s->scalar_bounds_with(chosen.data(), sums.data(), l, rest, split_sets[j], e, c, open_keep, open_temporal);
+    const double e = keep_energy[j], c = keep_cycles[j];
     const int64_t words = split_full_words[j];
     const bool beat = sink->beaten(e, c, b, words);
     if (out) out[j] = {e, c, beat ? -2 : b, words};
@@ -114,15 +118,19 @@ void TileWorker::State::admit_keeps(int l, const LevelChoice& ch, const std::arr
     const size_t nj = split_sets.size();
     std::vector<KeepBound>& split = keep_split[static_cast<size_t>(l)];
     split.resize(n * nj);
-    for (size_t j = 0; j < nj; ++j) {
-      s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, keep_masks.data(), m, keep_energy.data(),
-                             keep_cycles.data(), false, &split_sets[j]);
-      const int64_t words = split_full_words[j];
-      for (size_t i = 0, k = 0; i < n; ++i) {
-        if (!ok[i]) continue;
-        const double e = keep_energy[k], c = keep_cycles[k++];
-        split[i * nj + j] = {e, c, sink->beaten(e, c, s->spec_.backing_level, words) ? -2 : s->spec_.backing_level, words};
+    keep_energy.resize(keep_masks.size() * nj);
+    keep_cycles.resize(keep_masks.size() * nj);
+    const int b = s->spec_.backing_level;
+    s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, keep_masks.data(), m, keep_energy.data(),
+                           keep_cycles.data(), false, split_sets.data(), static_cast<int>(nj), b);
+    for (size_t i = 0, k = 0; i < n; ++i) {
+      if (!ok[i]) continue;
+      for (size_t j = 0; j < nj; ++j) {
+        const double e = keep_energy[k * nj + j], c = keep_cycles[k * nj + j];
+        const int64_t words = split_full_words[j];
+        split[i * nj + j] = {e, c, sink->beaten(e, c, b, words) ? -2 : b, words};
       }
+      ++k;
     }
     for (size_t i = 0; i < n; ++i) {
       if (!ok[i]) continue;
@@ -293,14 +301,17 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         keep_energy.resize(keeps.size());
         keep_cycles.resize(keeps.size());
         if (split_at(l)) {
-          std::fill(keep_dead.begin(), keep_dead.end(), 1);
-          for (size_t j = 0; j < split_sets.size(); ++j) {
-            s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
-                                   keep_cycles.data(), true, &split_sets[j]);
-            const int64_t words = split_full_words[j];
-            for (size_t ki = 0; ki < keeps.size(); ++ki)
-              keep_dead[ki] = keep_dead[ki] &&
-                              sink->beaten(keep_energy[ki], keep_cycles[ki], s->spec_.backing_level, words);
+          const size_t nj = split_sets.size();
+          keep_energy.resize(keeps.size() * nj);
+          keep_cycles.resize(keeps.size() * nj);
+          s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
+                                 keep_cycles.data(), true, split_sets.data(), static_cast<int>(nj),
+                                 s->spec_.backing_level);
+          for (size_t ki = 0; ki < keeps.size(); ++ki) {
+            keep_dead[ki] = 1;
+            for (size_t j = 0; j < nj && keep_dead[ki]; ++j)
+              keep_dead[ki] = sink->beaten(keep_energy[ki * nj + j], keep_cycles[ki * nj + j],
+                                           s->spec_.backing_level, split_full_words[j]);
           }
         } else {
           s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
