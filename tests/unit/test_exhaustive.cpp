@@ -730,6 +730,7 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
     b.onchip = spec.onchip_backing;
     const int L = static_cast<int>(b.c.levels.size()), R = static_cast<int>(e.ranks.size());
     int64_t checked = 0, exact_steps = 0, failed = 0, bandwidth_bound = 0, backed_mappings = 0;
+    int64_t fixed_checked = 0, fixed_looser = 0;  // bounds with a level above fixed (fix_keep)
     double closest_energy = 0;  // the largest bound / energy ratio
     double closest_cycles = 0;  // the same for cycles, where a bandwidth sets the bound
     b.on_mapping = [&](const CostResult& r) {
@@ -777,6 +778,26 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
         ++checked;
         if (energy > r.energy_pj || cycles > r.cycles) ++failed;
         closest_energy = std::max(closest_energy, energy / r.energy_pj);
+        // With a level m above l keeping exactly a given set (a fused context's bounds per kept set
+        // of its backing level, TileSearch::fix_keep), all sets in one call: the bound under the
+        // set this mapping keeps at m holds too, and is at least the one with m open.
+        if (l < L - 2) {
+          TileSearch::LevelSummary sums[kMaxLevels];
+          for (int k = 0; k <= l; ++k) search.summarize(chosen[static_cast<size_t>(k)], k, sums[k]);
+          const unsigned sets_n = 1u << e.tensors.size();
+          std::vector<TileSearch::KeepSets> sets(sets_n);
+          std::vector<double> en(sets_n), cy(sets_n);
+          for (int m = l + 1; m < L - 1; ++m) {
+            for (unsigned k = 0; k < sets_n; ++k) search.fix_keep(m, static_cast<TensorMask>(k), sets[k]);
+            search.scalar_bounds_keeps(chosen.data(), sums, l, rest, &ch.keep, 1, en.data(), cy.data(), false,
+                                       sets.data(), static_cast<int>(sets_n), m);
+            const size_t j = b.keep[static_cast<size_t>(m)];
+            ++checked;
+            ++fixed_checked;
+            if (en[j] > r.energy_pj || cy[j] > r.cycles) ++failed;
+            if (en[j] < energy * (1 - 1e-12) || cy[j] < cycles) ++fixed_looser;
+          }
+        }
         // With every level chosen, the cycle bound is at least the model's compute steps, and
         // more only where a level's bandwidth binds (then at most the model's cycles, above).
         if (l == L - 1) {
@@ -795,6 +816,8 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
                    << bandwidth_bound << " complete mappings bandwidth-bound, closest cycle bound " << closest_cycles);
     CHECK(checked > 1000);
     CHECK(failed == 0);
+    CHECK(fixed_checked > 100);
+    CHECK(fixed_looser == 0);
     CHECK(exact_steps == (b.onchip ? backed_mappings : b.evaluated));
     CHECK(bandwidth_bound > 0);  // the bandwidth part of the cycle bound is exercised
   }
