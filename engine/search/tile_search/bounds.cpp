@@ -253,12 +253,8 @@ void TileSearch::summarize(const LevelChoice& ch, int m, LevelSummary& out) cons
   if (spatial == 1) {
     // No spatial factor (most levels): no groups, no distinct tiles; the temporal factors alone.
     for (int t = 0; t < T; ++t) {
-      const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
       double own = 1, tile = 1;
-      for (int r = 0; r < R; ++r)
-        if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(ch.t[r]);
-      for (int d = 0; d < pt.n_dims; ++d)
-        if (const int r = pt.plain_rank[d]; r >= 0) tile *= static_cast<double>(ch.t[r]);
+      temporal_products(ch, t, own, tile);
       out.per_op[t] = 1;
       out.own[t] = own;
       out.tile[t] = tile;
@@ -306,15 +302,20 @@ void TileSearch::summarize_temporal(const LevelChoice& ch, const LevelSummary& s
   for (int r = 0; r < R; ++r) out.temporal *= ch.t[r];
   if (out.temporal == 1) return;
   for (int t = 0; t < T; ++t) {
-    const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
     double own = 1, tile = 1;
-    for (int r = 0; r < R; ++r)
-      if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(ch.t[r]);
-    for (int d = 0; d < pt.n_dims; ++d)
-      if (const int r = pt.plain_rank[d]; r >= 0) tile *= static_cast<double>(ch.t[r]);
+    temporal_products(ch, t, own, tile);
     out.own[t] = own;
     out.tile[t] = spatial.tile[t] * tile;  // products of whole numbers: exact, as summarize's
   }
+}
+
+void TileSearch::temporal_products(const LevelChoice& ch, int t, double& own, double& tile) const {
+  const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
+  own = tile = 1;
+  for (int r = 0; r < R; ++r)
+    if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(ch.t[r]);
+  for (int d = 0; d < pt.n_dims; ++d)
+    if (const int r = pt.plain_rank[d]; r >= 0) tile *= static_cast<double>(ch.t[r]);
 }
 
 void TileSearch::window_position_fills(int t, const double* cum, double instances, double& total,

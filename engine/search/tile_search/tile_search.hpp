@@ -229,6 +229,9 @@ class TileSearch {
   // summarize from `spatial`, the summary of ch's spatial factors alone (its temporal factors all
   // 1): a level's temporal choices come in runs of one set of spatial factors.
   void summarize_temporal(const LevelChoice& ch, const LevelSummary& spatial, LevelSummary& out) const;
+  // Of tensor t, ch's temporal factors over its plain ranks (`own`) and over the ranks of its
+  // plain dimensions (`tile`): summarize's per-tensor products with no spatial factor.
+  void temporal_products(const LevelChoice& ch, int t, double& own, double& tile) const;
   // Whether tensor t has halos and every rank indexes one of its dimensions once, with a positive
   // coefficient (a depthwise or strided conv's input): window_step_fills applies to it.
   bool window_disjoint(int t) const { return window_disjoint_ >> t & 1; }

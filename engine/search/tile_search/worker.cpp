@@ -9,7 +9,7 @@
 
 namespace mapfuse {
 
-bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, const std::array<int64_t, kMaxRanks>& rest) {
+bool TileWorker::State::allowed(int l, const LevelChoice& ch, TensorMask keep) {
   if (l == top_filter && top_beaten(ch, keep)) {
     ++owner->fanout_skipped;
     return false;
@@ -21,6 +21,11 @@ bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, con
     ++owner->pruned;
     return false;
   }
+  return true;
+}
+
+bool TileWorker::State::admit(int l, const LevelChoice& ch, TensorMask keep, const std::array<int64_t, kMaxRanks>& rest) {
+  if (!allowed(l, ch, keep)) return false;
   if (s->spec_.bound_scalar && bound_beaten(l, rest)) {
     ++owner->bound_pruned[static_cast<size_t>(l)];
     return false;
@@ -92,25 +97,12 @@ void TileWorker::State::admit_keeps(int l, const LevelChoice& ch, const std::arr
   kb.resize(n);
   keep_masks.clear();
   for (size_t i = 0; i < n; ++i) {
-    if (skip && skip[i]) continue;
-    if (l == top_filter && top_beaten(ch, keeps[i])) {
-      ++owner->fanout_skipped;
-      continue;
-    }
-    chosen[l] = ch;
-    chosen[l].keep = keeps[i];
-    if (!s->admissible(chosen[l], l)) continue;
-    if (s->spec_.prune && !s->fits(below_ext[static_cast<size_t>(l)].data(), chosen[l], l)) {
-      ++owner->pruned;
-      continue;
-    }
+    if ((skip && skip[i]) || !allowed(l, ch, keeps[i])) continue;
     ok[i] = 1;
     keep_masks.push_back(keeps[i]);
   }
   if (!s->spec_.bound_scalar || keep_masks.empty()) return;
   const int m = static_cast<int>(keep_masks.size());
-  keep_energy.resize(keep_masks.size());
-  keep_cycles.resize(keep_masks.size());
   chosen[l] = ch;
   summarize(l, ch);
   if (split_at(l)) {
@@ -148,6 +140,8 @@ void TileWorker::State::admit_keeps(int l, const LevelChoice& ch, const std::arr
     }
     return;
   }
+  keep_energy.resize(keep_masks.size());
+  keep_cycles.resize(keep_masks.size());
   s->scalar_bounds_keeps(chosen.data(), sums.data(), l, rest, keep_masks.data(), m, keep_energy.data(),
                          keep_cycles.data());
   for (size_t i = 0, j = 0; i < n; ++i) {
@@ -297,28 +291,21 @@ void TileWorker::State::descend_best_first(int l, const std::array<int64_t, kMax
         chosen[l] = ch;
         chosen[l].t.fill(1);
         summarize(l, chosen[l]);
-        const int n = static_cast<int>(keeps.size());
-        keep_energy.resize(keeps.size());
-        keep_cycles.resize(keeps.size());
-        if (split_at(l)) {
-          const size_t nj = split_sets.size();
-          keep_energy.resize(keeps.size() * nj);
-          keep_cycles.resize(keeps.size() * nj);
-          s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
-                                 keep_cycles.data(), true, split_sets.data(), static_cast<int>(nj),
-                                 s->spec_.backing_level);
-          for (size_t ki = 0; ki < keeps.size(); ++ki) {
-            keep_dead[ki] = 1;
-            for (size_t j = 0; j < nj && keep_dead[ki]; ++j)
-              keep_dead[ki] = sink->beaten(keep_energy[ki * nj + j], keep_cycles[ki * nj + j],
-                                           s->spec_.backing_level, split_full_words[j]);
-          }
-        } else {
-          s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), n, keep_energy.data(),
-                                 keep_cycles.data(), true);
-          for (size_t ki = 0; ki < keeps.size(); ++ki)
-            keep_dead[ki] = sink->beaten(keep_energy[ki], keep_cycles[ki], open_level[static_cast<size_t>(l)],
-                                         open_words[static_cast<size_t>(l)]);
+        // Split by the backing level's kept sets (split_at): beaten when every one of them is.
+        const bool split = split_at(l);
+        const size_t nj = split ? split_sets.size() : 1;
+        const int b = s->spec_.backing_level;
+        keep_energy.resize(keeps.size() * nj);
+        keep_cycles.resize(keeps.size() * nj);
+        s->scalar_bounds_keeps(chosen.data(), sums.data(), l, open_rest, keeps.data(), static_cast<int>(keeps.size()),
+                               keep_energy.data(), keep_cycles.data(), true, split ? split_sets.data() : nullptr,
+                               static_cast<int>(nj), split ? b : -1);
+        for (size_t ki = 0; ki < keeps.size(); ++ki) {
+          keep_dead[ki] = 1;
+          for (size_t j = 0; j < nj && keep_dead[ki]; ++j)
+            keep_dead[ki] = sink->beaten(keep_energy[ki * nj + j], keep_cycles[ki * nj + j],
+                                         split ? b : open_level[static_cast<size_t>(l)],
+                                         split ? split_full_words[j] : open_words[static_cast<size_t>(l)]);
         }
       }
     }

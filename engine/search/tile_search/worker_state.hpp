@@ -265,6 +265,9 @@ struct TileWorker::State {
   // level's classification, admissible, within capacity and (branch and bound) not beaten, its
   // bounds then in last_energy_lb / last_cycles_lb. Counts what it cuts.
   bool admit(int l, const LevelChoice& ch, TensorMask keep, const std::array<int64_t, kMaxRanks>& rest);
+  // admit's checks before the bound: the top level's classification, admissible, within capacity
+  // (chosen[l] is then (ch, keep)).
+  bool allowed(int l, const LevelChoice& ch, TensorMask keep);
   // admit for `ch` under every kept set keep_options[l][i] at once (but those `skip` marks):
   // keep_ok[l][i] whether it may be extended; if so, its bounds and reservation in keep_bound[l][i].
   // The bounds of all its kept sets are made together (TileSearch::scalar_bounds_keeps).
