@@ -15,6 +15,7 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler   # ONNX importer
   libarchive-dev                       # reading .csv.tar.gz datasets
   libtorch-dev                         # GET-fusion GNN classifier and explainers (libtorch 1.13, CPU)
+  libopenblas0-serial                  # the BLAS libtorch multiplies with (Debian's default is the reference BLAS, 2-5x slower here; serial: one thread per rank)
   libboost-dev libeigen3-dev
   coinor-libcbc-dev                    # CBC MILP solver (WACO, engine/search/stream/waco.cpp)
   slurm-wlm munge                      # the single-node Slurm of the batch-script test
