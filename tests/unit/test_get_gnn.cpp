@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <set>
 #include <sstream>
 
@@ -183,6 +184,42 @@ TEST_CASE("get.gnn: bad model files are InputErrors naming the file") {
     CHECK(e.where().file == "/nonexistent/m.gnn");
   }
   std::filesystem::remove(path);
+}
+
+TEST_CASE("get.gnn: GNNExplainer's dense forward pass is the classifier's") {
+  // GNNExplainer runs the classifier as dense adjacency products (100 passes per explanation); the
+  // logits must be the classifier's for any edge weights, both directions of every edge included.
+  for (FusionScheme scheme : {FusionScheme::Lbdf, FusionScheme::Brr}) {
+    CAPTURE(to_string(scheme));
+    const gnn::Classifier c = gnn::Classifier::shipped(scheme);
+    const OpGraph& g = network("mobilenet_v2");
+    gnn::DatasetSpec spec;
+    spec.scheme = scheme;
+    spec.groups_per_network = 30;
+    const std::vector<gnn::GraphSample> samples = samples_of(gnn::make_dataset({&g}, spec), {&g}, -1);
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    int with_edges = 0;
+    for (const gnn::GraphSample& s : samples) {
+      if (s.src.empty()) continue;
+      ++with_edges;
+      std::vector<float> w(s.src.size());
+      for (float& x : w) x = u(rng);
+      CHECK(gnn::dense_forward_gap(c, s, w) < 1e-5);
+      // Weights 1 on all edges: the classifier's plain verdict.
+      std::fill(w.begin(), w.end(), 1.0f);
+      CHECK(gnn::dense_forward_gap(c, s, w) < 1e-5);
+    }
+    CHECK(with_edges > 20);
+  }
+  const gnn::Classifier c = gnn::Classifier::shipped(FusionScheme::Lbdf);
+  gnn::GraphSample s;
+  s.nodes = 2;
+  s.x.assign(static_cast<size_t>(2 * gnn::feature_count()), 0.5f);
+  s.src = {0};
+  s.dst = {1};
+  const std::vector<float> two = {0.5f, 0.5f};
+  CHECK_THROWS_AS(gnn::dense_forward_gap(c, s, two), std::invalid_argument);
 }
 
 TEST_CASE("get.gnn: GNNExplainer ranks edges inside the invalid group, deterministically") {

@@ -97,4 +97,10 @@ struct GnnExplainerOptions {
 std::unique_ptr<Explainer> make_gnn_explainer(std::shared_ptr<const Classifier> model, const FeatureTable& features,
                                               const GnnExplainerOptions& opt = {});
 
+// Testing hook: GNNExplainer's steps run the classifier in a dense form of its own (one N x N
+// adjacency product per layer, gnn_torch.cpp). The largest difference between its two logits and
+// the classifier's forward pass on sample `s` with undirected edge e weighted by edge_weight[e],
+// relative to the largest logit (at least 1).
+double dense_forward_gap(const Classifier& c, const GraphSample& s, std::span<const float> edge_weight);
+
 }  // namespace mapfuse::get::gnn

@@ -15,6 +15,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "engine/common/embedded.hpp"
 #include "engine/common/error.hpp"
@@ -319,6 +320,37 @@ Classifier train_classifier(FusionScheme scheme, std::span<const GraphSample> tr
 
 namespace {
 
+// The classifier's forward pass on one small graph, for the 100 passes of an explanation: the
+// masked messages as one dense N x N adjacency product per layer and the transposed weights made
+// once. The same function as Classifier::Impl::forward (sums in another order), in 4 operations
+// per layer instead of 10: with graphs of about ten nodes, torch's per-operation overhead, not the
+// arithmetic, is what a step costs.
+class DenseNet {
+ public:
+  DenseNet(const Classifier::Impl& net, const Batch& b) : net_(net), x_(b.x), n_(b.x.size(0)) {
+    pos_ = b.dst * n_ + b.src;  // both directions: a mask of size E applies as cat(m, m)
+    for (size_t l = 0; l < net.root_w.size(); ++l) {
+      root_t_.push_back(net.root_w[l].t().contiguous());
+      nbr_t_.push_back(net.nbr_w[l].t().contiguous());
+    }
+    head_t_ = net.head_w.t().contiguous();
+  }
+  torch::Tensor forward(const torch::Tensor& edge_weight) const {
+    const torch::Tensor a =
+        torch::zeros({n_ * n_}).index_add(0, pos_, torch::cat({edge_weight, edge_weight})).view({n_, n_});
+    torch::Tensor h = x_;
+    for (size_t l = 0; l < root_t_.size(); ++l)
+      h = torch::relu(torch::addmm(torch::addmm(net_.root_b[l], h, root_t_[l]), a.mm(h), nbr_t_[l]));
+    return torch::addmm(net_.head_b, h.sum(0, true), head_t_);
+  }
+
+ private:
+  const Classifier::Impl& net_;
+  torch::Tensor x_, pos_, head_t_;
+  std::vector<torch::Tensor> root_t_, nbr_t_;
+  int64_t n_;
+};
+
 class GnnExplainer final : public Explainer {
  public:
   GnnExplainer(std::shared_ptr<const Classifier> model, const FeatureTable& features, const GnnExplainerOptions& opt)
@@ -338,11 +370,11 @@ class GnnExplainer final : public Explainer {
     const double sd = std::sqrt(2.0) * std::sqrt(1.0 / static_cast<double>(s.nodes));
     torch::Tensor mask = (torch::randn({E}, gen) * sd).requires_grad_(true);
     torch::optim::Adam adam(std::vector<torch::Tensor>{mask}, torch::optim::AdamOptions(opt_.lr));
-    const Classifier::Impl& net = model_->impl();
+    const DenseNet net(model_->impl(), b);
     for (int epoch = 0; epoch < opt_.epochs; ++epoch) {
       const torch::Tensor m = torch::sigmoid(mask);
       // Keep the verdict "invalid" (class 0): the group is invalid, that is why it is explained.
-      const torch::Tensor logp = torch::log_softmax(net.forward(b, m), 1).select(1, 0).sum();
+      const torch::Tensor logp = torch::log_softmax(net.forward(m), 1).select(1, 0).sum();
       const torch::Tensor ent = -m * torch::log(m + 1e-15) - (1 - m) * torch::log(1 - m + 1e-15);
       const torch::Tensor loss = -logp + opt_.edge_size * m.sum() + opt_.edge_entropy * ent.mean();
       adam.zero_grad();
@@ -371,6 +403,22 @@ std::unique_ptr<Explainer> make_gnn_explainer(std::shared_ptr<const Classifier> 
   return std::make_unique<GnnExplainer>(std::move(model), features, opt);
 }
 
+double dense_forward_gap(const Classifier& c, const GraphSample& s, std::span<const float> edge_weight) {
+  if (edge_weight.size() != s.src.size())
+    throw std::invalid_argument(fmt::format("dense_forward_gap: {} edge weights for {} edges", edge_weight.size(),
+                                            s.src.size()));
+  torch::NoGradGuard no_grad;
+  const Batch b = make_batch(s);
+  const torch::Tensor w =
+      torch::from_blob(const_cast<float*>(edge_weight.data()), {static_cast<int64_t>(edge_weight.size())},
+                       torch::kFloat32)
+          .clone();
+  const torch::Tensor sparse = c.impl().forward(b, w);
+  const torch::Tensor dense = DenseNet(c.impl(), b).forward(w);
+  const double scale = std::max(1.0, sparse.abs().max().item<double>());
+  return (sparse - dense).abs().max().item<double>() / scale;
+}
+
 }  // namespace mapfuse::get::gnn
 
 // The module's table: this module's own definitions (-Bsymbolic binds these addresses to them, not
@@ -395,6 +443,7 @@ extern "C" __attribute__((visibility("default"))) const mapfuse::get::gnn::Torch
     t.classifier_fingerprint = &Classifier::fingerprint;
     t.train_classifier = &train_classifier;
     t.make_gnn_explainer = &make_gnn_explainer;
+    t.dense_forward_gap = &dense_forward_gap;
     fill_explainer_entries(t);
     return t;
   }();

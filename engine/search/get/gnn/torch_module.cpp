@@ -105,6 +105,10 @@ std::unique_ptr<Explainer> make_gnn_explainer(std::shared_ptr<const Classifier> 
   return torch_module().make_gnn_explainer(std::move(model), features, opt);
 }
 
+double dense_forward_gap(const Classifier& c, const GraphSample& s, std::span<const float> edge_weight) {
+  return torch_module().dense_forward_gap(c, s, edge_weight);
+}
+
 // ExplainerModel
 
 ExplainerModel::ExplainerModel() : impl_(torch_module().explainer_new(), torch_module().explainer_delete) {}

@@ -21,7 +21,7 @@
 namespace mapfuse::get::gnn {
 
 // Bumped whenever the table or a type it passes changes: a module from another build is refused.
-inline constexpr int kTorchModuleAbi = 1;
+inline constexpr int kTorchModuleAbi = 2;
 
 struct TorchModule {
   int abi = 0;
@@ -43,6 +43,7 @@ struct TorchModule {
                                  const TrainOptions&, TrainReport*) = nullptr;
   std::unique_ptr<Explainer> (*make_gnn_explainer)(std::shared_ptr<const Classifier>, const FeatureTable&,
                                                    const GnnExplainerOptions&) = nullptr;
+  double (*dense_forward_gap)(const Classifier&, const GraphSample&, std::span<const float>) = nullptr;
 
   ExplainerModel::Impl* (*explainer_new)() = nullptr;
   void (*explainer_delete)(ExplainerModel::Impl*) = nullptr;
