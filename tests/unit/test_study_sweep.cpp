@@ -584,3 +584,27 @@ TEST_CASE("report: the headline summarises a long list of fused groups") {
   CHECK(md.find("| 20 groups of 40 Einsums: layer0.a+layer0.b; ... (all: --csv, fused_groups) |") != std::string::npos);
   CHECK(headline_table(f).at(0).fused_groups == groups);  // the row keeps them all
 }
+
+TEST_CASE("study: every study shipped in experiments/ parses, its architectures and constraints included") {
+  // A study file is read only when someone runs it, often hours into a session: a typo in a key or a
+  // path to a renamed preset must fail here instead.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(test::source_dir("experiments"))) {
+    if (entry.path().extension() != ".toml") continue;
+    CAPTURE(entry.path().string());
+    ++files;
+    Study s;
+    CHECK_NOTHROW(s = load_study(entry.path().string()));
+    CHECK(!s.name.empty());
+    CHECK(s.name == entry.path().stem().string());  // the default output is out/<name>.h5
+    // A schedule study reads its architecture files when its units run: their files must exist.
+    for (const StudySchedule& e : s.schedule)
+      for (const std::string& a : e.architectures) {
+        if (!a.ends_with(".toml")) continue;  // a preset name
+        CAPTURE(a);
+        const std::filesystem::path p(a);
+        CHECK((std::filesystem::exists(p) || std::filesystem::exists(entry.path().parent_path() / p)));
+      }
+  }
+  CHECK(files >= 25);
+}
