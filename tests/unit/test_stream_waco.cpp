@@ -213,6 +213,72 @@ TEST_CASE("stream waco: random tiny instances (seeded) match the enumerated opti
   }
 }
 
+TEST_CASE("stream waco: identical cores (ordered by their first slot) keep the enumerated optimum") {
+  // Three or four cores of which two or three are copies of each other (the same latencies and
+  // capacity), as in Stream's Table 3 systems; the symmetry-breaking rows must cut no optimum.
+  std::mt19937 rng(23);
+  for (int rep = 0; rep < 6; ++rep) {
+    const int cores = 3 + int(rng() % 2), copies = 2 + int(rng() % 2), n = 3 + int(rng() % 2);
+    std::vector<int> lot;
+    for (int i = 0; i < n; ++i) lot.push_back(std::min(1, i));
+    std::vector<std::vector<int>> ch{{1, 2}, {1, 2, 3}};
+    std::vector<std::vector<double>> base(static_cast<size_t>(n));
+    for (auto& b : base) {
+      const double shared = double(20 + rng() % 80);
+      for (int j = 0; j < cores; ++j) b.push_back(j < copies ? shared : double(20 + rng() % 80));
+    }
+    std::vector<std::pair<int, int>> deps;
+    for (int i = 1; i < n; ++i)
+      if (rng() % 2) deps.push_back({int(rng() % unsigned(i)), i});
+    WacoInstance in = make(cores, lot, ch, base, deps, 2 + int64_t(rng() % 10));
+    in.weight_bits = {double(100 + rng() % 100), double(100 + rng() % 100)};
+    for (auto& c : in.capacity_bits) c = 230;
+    CAPTURE(rep);
+    check_optimum(in);
+  }
+}
+
+TEST_CASE("stream waco: CBC starts from the greedy allocation and never returns worse") {
+  // The greedy start (one tile per slot in a topological order, each layer split over its
+  // fastest cores) is CBC's first incumbent, so what CBC returns within any limit is at most it;
+  // the bound is at least N x the total work over the cores.
+  std::mt19937 rng(5);
+  for (int rep = 0; rep < 4; ++rep) {
+    std::vector<std::vector<double>> base(5);
+    for (auto& b : base)
+      for (int j = 0; j < 3; ++j) b.push_back(double(10 + rng() % 90));
+    const WacoInstance in = make(3, {0, 0, 1, 1, 2}, {{1, 3}, {1, 2}, {1}}, base, {{0, 2}, {1, 3}, {2, 4}}, 7);
+    WacoOptions opt;
+    opt.time_limit_s = 30;
+    const WacoSolution s = solve_waco(in, opt);
+    CAPTURE(rep);
+    CHECK(s.start > 0);
+    CHECK(s.objective <= s.start * (1 + 1e-12));
+    CHECK(s.objective == doctest::Approx(brute_force(in)).epsilon(1e-9));
+    // The greedy start by hand: slots 0..4 in index order (a topological order here), layer 0 on
+    // all three cores, layer 1 on its two fastest, layer 2 on its fastest.
+    std::vector<std::vector<int>> cores(5);
+    for (int i = 0; i < 5; ++i) {
+      std::vector<int> by_speed{0, 1, 2};
+      std::stable_sort(by_speed.begin(), by_speed.end(),
+                       [&](int a, int b) { return base[size_t(i)][size_t(a)] < base[size_t(i)][size_t(b)]; });
+      const int p = i < 2 ? 3 : i < 4 ? 2 : 1;
+      cores[size_t(i)].assign(by_speed.begin(), by_speed.begin() + p);
+      std::sort(cores[size_t(i)].begin(), cores[size_t(i)].end());
+    }
+    CHECK(s.start == doctest::Approx(eq12(in, {0, 1, 2, 3, 4}, cores, {1, 1, 0})).epsilon(1e-12));
+    double work = 0;
+    for (int i = 0; i < 5; ++i) {
+      const auto& ch = in.choices[size_t(in.layer_of_tile[size_t(i)])];
+      double least = kInf;
+      for (int j = 0; j < 3; ++j)
+        for (size_t k = 0; k < ch.size(); ++k) least = std::min(least, ch[k] * in.latency[size_t(i)][size_t(j)][k]);
+      work += least;
+    }
+    CHECK(s.bound >= 7 * work / 3 * (1 - 1e-12));
+  }
+}
+
 TEST_CASE("stream waco: the time limit holds on an instance whose root LP alone takes minutes") {
   // Eight cores, a chain of 30 layers of one tile (a stack modelled per layer), p from 1 to 8:
   // ~58k binaries. CBC's own -sec is checked between nodes only; without Clp's wall-clock limit
@@ -233,6 +299,11 @@ TEST_CASE("stream waco: the time limit holds on an instance whose root LP alone 
   opt.time_limit_s = 1;
   const WacoSolution s = solve_waco(in, opt);
   CHECK(s.seconds < 15);  // the limit plus CBC's last node and the decoding, with room for a loaded machine
+  // CBC starts from the greedy allocation, so even a root LP cut short by the limit returns it or
+  // better (before the start was handed over, this instance came back as the fallback).
+  CHECK(!s.fallback);
+  CHECK(s.start > 0);
+  CHECK(s.objective <= s.start * (1 + 1e-12));
   // Whatever it returns (CBC's incumbent or the fallback) is a valid allocation with its latency.
   CHECK(s.objective == doctest::Approx(eq12(in, s.slot, s.cores, s.choice)).epsilon(1e-9));
   CHECK(s.bound <= s.objective * (1 + 1e-9));

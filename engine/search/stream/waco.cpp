@@ -94,6 +94,87 @@ double waco_latency(const WacoInstance& inst, std::span<const int> slot, const s
   return N * total - (N - 1) * overlap;
 }
 
+namespace {
+
+// A discrete allocation of a stack's tiles.
+struct Allocation {
+  std::vector<int> slot;
+  std::vector<std::vector<int>> cores;
+  std::vector<int> choice;
+};
+
+// One tile per slot in index order (a topological order), each layer split as far as allowed over
+// its fastest cores that still hold its weights. False when some tile finds too few such cores.
+bool greedy_allocation(const WacoInstance& inst, Allocation& a) {
+  const int n = int(inst.layer_of_tile.size()), J = inst.cores, L = int(inst.choices.size());
+  a.slot.resize(size_t(n));
+  a.cores.assign(size_t(n), {});
+  a.choice.assign(size_t(L), 0);
+  for (int l = 0; l < L; ++l) a.choice[size_t(l)] = int(inst.choices[size_t(l)].size()) - 1;
+  std::vector<double> load(static_cast<size_t>(J), 0);
+  std::vector<std::set<int>> layers_on(static_cast<size_t>(J));
+  // Slots in a topological order of the dependencies (index order where it is one).
+  std::vector<std::vector<int>> succ(static_cast<size_t>(n));
+  std::vector<int> indegree(size_t(n), 0);
+  for (const auto& [i, i2] : inst.deps) {
+    succ[size_t(i)].push_back(i2);
+    ++indegree[size_t(i2)];
+  }
+  std::set<int> ready;
+  for (int i = 0; i < n; ++i)
+    if (indegree[size_t(i)] == 0) ready.insert(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(i);
+    for (int i2 : succ[size_t(i)])
+      if (--indegree[size_t(i2)] == 0) ready.insert(i2);
+  }
+  if (int(order.size()) != n) return false;  // a cycle: no allocation
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    const int i = order[pos];
+    a.slot[size_t(i)] = int(pos);
+    const int l = inst.layer_of_tile[size_t(i)], k = a.choice[size_t(l)];
+    const double share = inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][size_t(k)];
+    std::vector<int> order;
+    for (int j = 0; j < J; ++j)
+      if (std::isfinite(inst.latency[size_t(i)][size_t(j)][0])) order.push_back(j);
+    std::stable_sort(order.begin(), order.end(), [&](int p, int r) {
+      return inst.latency[size_t(i)][size_t(p)][size_t(k)] < inst.latency[size_t(i)][size_t(r)][size_t(k)];
+    });
+    for (int j : order) {
+      if (int(a.cores[size_t(i)].size()) == inst.choices[size_t(l)][size_t(k)]) break;
+      const bool held = layers_on[size_t(j)].count(l) > 0;
+      if (inst.weight_constraint && !held && load[size_t(j)] + share > inst.capacity_bits[size_t(j)]) continue;
+      if (!held) load[size_t(j)] += share;
+      layers_on[size_t(j)].insert(l);
+      a.cores[size_t(i)].push_back(j);
+    }
+    if (int(a.cores[size_t(i)].size()) != inst.choices[size_t(l)][size_t(k)]) return false;
+    std::sort(a.cores[size_t(i)].begin(), a.cores[size_t(i)].end());
+  }
+  return true;
+}
+
+// A lower bound on Eq. 12 that needs no LP: the busiest core works at least the total work over
+// the cores (each tile's least p x L_ijp), a core works at most one tile per slot and its idle
+// time excludes its own work, so lat = N sum l_s - (N - 1) o >= N x that work.
+double work_bound(const WacoInstance& inst) {
+  if (inst.cores == 0) return 0;
+  double work = 0;
+  for (size_t i = 0; i < inst.layer_of_tile.size(); ++i) {
+    const auto& ch = inst.choices[size_t(inst.layer_of_tile[i])];
+    double least = kInf;
+    for (const auto& per_core : inst.latency[i])
+      for (size_t k = 0; k < ch.size(); ++k) least = std::min(least, ch[k] * per_core[k]);
+    if (std::isfinite(least)) work += least;
+  }
+  return double(inst.iterations) * work / inst.cores;
+}
+
+}  // namespace
+
 WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const std::string& what) {
   const int n = int(inst.layer_of_tile.size()), J = inst.cores, S = n, L = int(inst.choices.size());
   if (n == 0) return {};
@@ -118,14 +199,39 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     return y[ybase[size_t(i)] + (size_t(j) * size_t(S) + size_t(s)) * size_t(nk(i)) + size_t(k)];
   };
   auto runs = [&](int i, int j) { return std::isfinite(inst.latency[size_t(i)][size_t(j)][0]); };
+  // A tile has at least `depth` predecessors in a chain before it and `height` successors after
+  // it, so its slot lies in [depth, S - 1 - height]: in a stack that is one chain of layers each
+  // tile has one possible slot. Fixing the others at 0 is exact and shrinks the LP CBC solves.
+  std::vector<int> depth(size_t(n), 0), height(size_t(n), 0);
+  {
+    std::vector<std::vector<int>> succ(static_cast<size_t>(n)), pred(static_cast<size_t>(n));
+    std::vector<int> indegree(size_t(n), 0), order;
+    for (const auto& [i, i2] : inst.deps) {
+      succ[size_t(i)].push_back(i2);
+      pred[size_t(i2)].push_back(i);
+      ++indegree[size_t(i2)];
+    }
+    for (int i = 0; i < n; ++i)
+      if (indegree[size_t(i)] == 0) order.push_back(i);
+    for (size_t h = 0; h < order.size(); ++h)
+      for (int i2 : succ[size_t(order[h])])
+        if (--indegree[size_t(i2)] == 0) order.push_back(i2);
+    if (int(order.size()) == n) {  // a cycle is left to CBC, which finds it infeasible
+      for (int i : order)
+        for (int p : pred[size_t(i)]) depth[size_t(i)] = std::max(depth[size_t(i)], depth[size_t(p)] + 1);
+      for (auto it = order.rbegin(); it != order.rend(); ++it)
+        for (int c : succ[size_t(*it)]) height[size_t(*it)] = std::max(height[size_t(*it)], height[size_t(c)] + 1);
+    }
+  }
+  auto slot_ok = [&](int i, int s) { return s >= depth[size_t(i)] && s <= S - 1 - height[size_t(i)]; };
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < J; ++j)
       for (int s = 0; s < S; ++s)
         for (int k = 0; k < nk(i); ++k)
           y[ybase[size_t(i)] + (size_t(j) * size_t(S) + size_t(s)) * size_t(nk(i)) + size_t(k)] =
-              m.col(0, runs(i, j) ? 1 : 0, 0, true);
+              m.col(0, runs(i, j) && slot_ok(i, s) ? 1 : 0, 0, true);
   for (int i = 0; i < n; ++i)
-    for (int s = 0; s < S; ++s) x[size_t(i) * size_t(S) + size_t(s)] = m.binary();
+    for (int s = 0; s < S; ++s) x[size_t(i) * size_t(S) + size_t(s)] = m.col(0, slot_ok(i, s) ? 1 : 0, 0, true);
   // The terms of a_ijs.
   auto a_terms = [&](int i, int j, int s, double coef, std::vector<std::pair<int, double>>& t) {
     for (int k = 0; k < nk(i); ++k) t.push_back({Y(i, j, s, k), coef});
@@ -199,6 +305,8 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     }
     m.row(t, 1, kInf);
   }
+  struct WeightCol { int layer, core, choice, col; };
+  std::vector<WeightCol> vcols;
   // (5) weights per core: v[l][j][k] = 1 when a tile of layer l runs on core j with choice k (the
   // layer's W / p_k kept there once, however many of its tiles run there).
   if (inst.weight_constraint) {
@@ -208,6 +316,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
       for (int j = 0; j < J; ++j)
         for (size_t k = 0; k < pc[size_t(l)].size(); ++k) {
           const int v = m.col(0, 1, 0, false);
+          vcols.push_back({l, j, int(k), v});
           for (int i = 0; i < n; ++i) {
             if (inst.layer_of_tile[size_t(i)] != l || !runs(i, j)) continue;
             std::vector<std::pair<int, double>> t{{v, 1}};
@@ -247,11 +356,42 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
       if (s > 0) m.row({{is[k], 1}, {is[k - 1], -1}}, -kInf, 0);
       if (s + 1 < S) m.row({{ie[k], 1}, {ie[k + 1], -1}}, -kInf, 0);
       m.row({{is[k], 1}, {ie[k], 1}}, -kInf, 1);
-      m.row({{q[k], 1}, {ls[size_t(s)], -1}}, -kInf, 0);
+      // q_js <= l_s minus what core j runs in slot s: 0 in every integer solution where j is busy
+      // (is = ie = 0 there), but in the relaxation it ties the overlap to each core's work, so the
+      // bound becomes at least about N x the busiest core's work instead of one iteration's.
+      std::vector<std::pair<int, double>> cap{{q[k], 1}, {ls[size_t(s)], -1}};
+      for (int i = 0; i < n; ++i) {
+        if (!runs(i, j)) continue;
+        for (int kk = 0; kk < nk(i); ++kk)
+          cap.push_back({Y(i, j, s, kk), inst.latency[size_t(i)][size_t(j)][size_t(kk)]});
+      }
+      m.row(cap, -kInf, 0);
       m.row({{q[k], 1}, {is[k], -big}, {ie[k], -big}}, -kInf, 0);
       idle.push_back({q[k], -1});
     }
     m.row(idle, -kInf, 0);  // (11) o <= idle_j
+  }
+
+  // Identical cores (the same weight memory and the same latency for every tile and choice) are
+  // interchangeable, and CBC would otherwise branch on each permutation of them. Any allocation
+  // can be relabelled so that of two identical cores j < j', j starts no later than j' (an unused
+  // core counting as starting last): j' busy in slot s needs j busy in some slot <= s.
+  for (int j = 0; j + 1 < J; ++j) {
+    int j2 = j + 1;
+    for (; j2 < J; ++j2) {
+      bool same = inst.capacity_bits[size_t(j)] == inst.capacity_bits[size_t(j2)];
+      for (int i = 0; i < n && same; ++i) same = inst.latency[size_t(i)][size_t(j)] == inst.latency[size_t(i)][size_t(j2)];
+      if (same) break;
+    }
+    if (j2 == J) continue;
+    for (int s = 0; s < S; ++s) {
+      std::vector<std::pair<int, double>> t;
+      for (int i = 0; i < n; ++i) {
+        for (int s2 = 0; s2 <= s; ++s2) a_terms(i, j, s2, 1, t);
+        a_terms(i, j2, s, -1, t);
+      }
+      m.row(t, 0, kInf);
+    }
   }
 
   WacoSolution sol;
@@ -268,9 +408,57 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     if (m.integer[size_t(c)]) si.setInteger(c);
   si.messageHandler()->setLogLevel(0);
 
+  // The greedy allocation as CBC's first incumbent: every column of the model set from it (the
+  // idle prefixes and suffixes, q = idle x l_s, o the least idle), so CBC starts from a solution
+  // and its cutoff at once instead of searching for a first one (large per-layer stacks found none
+  // within the time limit).
+  Allocation start;
+  std::vector<double> start_col;
+  double start_objective = kInf;
+  if (greedy_allocation(inst, start)) {
+    start_col.assign(m.lb.size(), 0);
+    std::vector<double> l(static_cast<size_t>(S), 0);
+    std::vector<int> first(size_t(J), S), last(size_t(J), -1);
+    for (int i = 0; i < n; ++i) {
+      const int s = start.slot[size_t(i)], k = start.choice[size_t(inst.layer_of_tile[size_t(i)])];
+      start_col[size_t(x[size_t(i) * size_t(S) + size_t(s)])] = 1;
+      start_col[size_t(used[size_t(s)])] = 1;
+      for (int j : start.cores[size_t(i)]) {
+        start_col[size_t(Y(i, j, s, k))] = 1;
+        l[size_t(s)] = std::max(l[size_t(s)], inst.latency[size_t(i)][size_t(j)][size_t(k)]);
+        first[size_t(j)] = std::min(first[size_t(j)], s);
+        last[size_t(j)] = std::max(last[size_t(j)], s);
+      }
+    }
+    for (int l2 = 0; l2 < L; ++l2) start_col[size_t(pc[size_t(l2)][size_t(start.choice[size_t(l2)])])] = 1;
+    for (const WeightCol& v : vcols)
+      for (int i = 0; i < n; ++i)
+        if (inst.layer_of_tile[size_t(i)] == v.layer && start.choice[size_t(v.layer)] == v.choice &&
+            std::count(start.cores[size_t(i)].begin(), start.cores[size_t(i)].end(), v.core))
+          start_col[size_t(v.col)] = 1;
+    double least_idle = kInf;
+    for (int j = 0; j < J; ++j) {
+      double idle = 0;
+      for (int s = 0; s < S; ++s) {
+        const size_t k = size_t(j) * size_t(S) + size_t(s);
+        const bool before = s < first[size_t(j)], after = last[size_t(j)] >= 0 && s > last[size_t(j)];
+        start_col[size_t(is[k])] = before;
+        start_col[size_t(ie[k])] = after;
+        start_col[size_t(q[k])] = before || after ? l[size_t(s)] : 0;
+        idle += start_col[size_t(q[k])];
+      }
+      least_idle = std::min(least_idle, idle);
+    }
+    start_col[size_t(o)] = J > 0 ? least_idle : 0;
+    for (int s = 0; s < S; ++s) start_col[size_t(ls[size_t(s)])] = l[size_t(s)];
+    start_objective = waco_latency(inst, start.slot, start.cores, start.choice);
+  }
+  sol.start = start_col.empty() ? 0 : start_objective;
+
   CbcModel model(si);
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
+  if (!start_col.empty()) model.setBestSolution(start_col.data(), int(start_col.size()), start_objective, true);
   // CBC's driver (CbcMain0/CbcMain1) keeps its parameter table and command reader in globals:
   // two threads solving at once garbled each other's options ("No match for -timeMode0") and a
   // feasible stack read as infeasible. Solves within one process take turns; ranks do not share
@@ -303,37 +491,14 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
                                  what));
   sol.optimal = model.isProvenOptimal();
   if (!best) {
-    // CBC found no solution in time: one tile per slot in order (a topological order), each layer
-    // split as far as allowed over its fastest cores, if that fits the weights.
-    sol.slot.resize(size_t(n));
-    sol.cores.assign(size_t(n), {});
-    sol.choice.assign(size_t(L), 0);
-    for (int l = 0; l < L; ++l) sol.choice[size_t(l)] = int(inst.choices[size_t(l)].size()) - 1;
-    std::vector<double> load(static_cast<size_t>(J), 0);
-    std::vector<std::set<int>> layers_on(static_cast<size_t>(J));
-    for (int i = 0; i < n; ++i) {
-      sol.slot[size_t(i)] = i;
-      const int l = inst.layer_of_tile[size_t(i)], k = sol.choice[size_t(l)];
-      const double share = inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][size_t(k)];
-      std::vector<int> order;
-      for (int j = 0; j < J; ++j)
-        if (runs(i, j)) order.push_back(j);
-      std::stable_sort(order.begin(), order.end(), [&](int p, int r) {
-        return inst.latency[size_t(i)][size_t(p)][size_t(k)] < inst.latency[size_t(i)][size_t(r)][size_t(k)];
-      });
-      for (int j : order) {
-        if (int(sol.cores[size_t(i)].size()) == inst.choices[size_t(l)][size_t(k)]) break;
-        const bool held = layers_on[size_t(j)].count(l) > 0;
-        if (inst.weight_constraint && !held && load[size_t(j)] + share > inst.capacity_bits[size_t(j)]) continue;
-        if (!held) load[size_t(j)] += share;
-        layers_on[size_t(j)].insert(l);
-        sol.cores[size_t(i)].push_back(j);
-      }
-      if (int(sol.cores[size_t(i)].size()) != inst.choices[size_t(l)][size_t(k)])
-        throw InputError({}, kKey, fmt::format("{}: CBC found no allocation within the time limit of {} s (and the "
-                                               "greedy fallback does not fit the weights)", what, opt.time_limit_s));
-      std::sort(sol.cores[size_t(i)].begin(), sol.cores[size_t(i)].end());
-    }
+    // CBC found no solution in time: the greedy allocation, if it fits the weights.
+    Allocation a;
+    if (!greedy_allocation(inst, a))
+      throw InputError({}, kKey, fmt::format("{}: CBC found no allocation within the time limit of {} s (and the "
+                                             "greedy fallback does not fit the weights)", what, opt.time_limit_s));
+    sol.slot = a.slot;
+    sol.cores = a.cores;
+    sol.choice = a.choice;
     sol.fallback = true;
     sol.slot_latency.assign(size_t(S), 0);
     for (int i = 0; i < n; ++i)
@@ -341,7 +506,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
         sol.slot_latency[size_t(i)] = std::max(sol.slot_latency[size_t(i)],
             inst.latency[size_t(i)][size_t(j)][size_t(sol.choice[size_t(inst.layer_of_tile[size_t(i)])])]);
     sol.objective = waco_latency(inst, sol.slot, sol.cores, sol.choice);
-    sol.bound = std::min(model.getBestPossibleObjValue(), sol.objective);
+    sol.bound = std::min(std::max(model.getBestPossibleObjValue(), work_bound(inst)), sol.objective);
     sol.gap = sol.objective > 0 ? (sol.objective - sol.bound) / sol.objective : 0;
     return sol;
   }
@@ -371,7 +536,8 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   double total = 0;
   for (double v : sol.slot_latency) total += v;
   sol.overlap = N > 1 ? (N * total - sol.objective) / (N - 1) : best[o];
-  sol.bound = std::min(model.getBestPossibleObjValue(), sol.objective);
+  // CBC's bound is meaningless when its root LP was stopped by the time limit.
+  sol.bound = std::min(std::max(model.getBestPossibleObjValue(), work_bound(inst)), sol.objective);
   if (sol.optimal) sol.bound = sol.objective;
   sol.gap = sol.objective > 0 ? (sol.objective - sol.bound) / sol.objective : 0;
   return sol;

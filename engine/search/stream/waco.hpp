@@ -44,10 +44,14 @@ struct WacoOptions {
 
 struct WacoSolution {
   bool optimal = false;               // proven optimal within the time limit
-  bool fallback = false;              // CBC found none in time: one tile per slot, each layer split
-                                      // as far as allowed over its fastest cores (bound still CBC's)
+  bool fallback = false;              // CBC returned none in time: the greedy allocation (one tile
+                                      // per slot in a topological order, each layer split as far as
+                                      // allowed over its fastest cores). With the start handed to CBC
+                                      // this happens only when the greedy one does not fit either.
   double objective = 0;               // lat of Eq. 12, in cycles
-  double bound = 0;                   // CBC's best lower bound
+  double bound = 0;                   // the best lower bound: CBC's, or N x the total work over the
+                                      // cores where that is higher (CBC's root LP stopped by the limit)
+  double start = 0;                   // lat of the greedy allocation CBC starts from (0: none fits)
   double gap = 0;                     // (objective - bound) / objective; 0 when optimal
   std::vector<int> slot;              // per tile
   std::vector<std::vector<int>> cores;  // per tile its p cores, ascending
@@ -59,7 +63,9 @@ struct WacoSolution {
   double seconds = 0;                 // CBC's wall time
 };
 
-// Builds the MILP and solves it with CBC (one thread, fixed seed, time limit). Throws InputError
+// Builds the MILP and solves it with CBC (one thread, fixed seed, time limit), starting from the
+// greedy allocation where it fits; identical cores are ordered by their first slot and each tile's
+// slot is confined by its longest dependency chains (both exact). Throws InputError
 // (key "allocation.waco") when the model is infeasible (the weights fit no allocation: `what`
 // names the stack in the message), or when CBC finds no solution in time and the fallback
 // (WacoSolution::fallback) does not fit the weights either.
