@@ -26,6 +26,7 @@ Command add_map_command(CLI::App& app) {
     bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false, energy_tiebreak = false;
     double upper_bound = std::numeric_limits<double>::infinity();
     double gap = 0;
+    int64_t max_work = 0;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("--arch", o->arch, "architecture preset or TOML file")->capture_default_str();
@@ -49,6 +50,10 @@ Command add_map_command(CLI::App& app) {
   cmd->add_option("--gap", o->gap,
                   "branch and bound within a relative optimality gap (e.g. 1e-3): at most (1 + gap) x the optimum "
                   "(with --energy-tiebreak: the least cycles exactly, the energy within the gap); one thread; 0 = exact")
+      ->capture_default_str();
+  cmd->add_option("--max-work", o->max_work,
+                  "an anytime search: stop after this much work (level choices enumerated, ~0.1 us each) with the "
+                  "best mapping found, then not proven optimal; one thread; 0 = no limit (exact)")
       ->capture_default_str();
   cmd->add_flag("--every-layer", o->every_layer,
                 "search a layer again even when it poses an earlier layer's problem (same ranks, tensors, mapspace)");
@@ -103,6 +108,7 @@ Command add_map_command(CLI::App& app) {
                 opt.upper_bound = o->upper_bound;
                 opt.energy_tiebreak = o->energy_tiebreak;
                 opt.gap = o->gap;
+                opt.max_work = o->max_work;
                 MapperResult found = exhaustive_search(e, core, space, opt);
                 solved.push_back({i, std::move(space), std::move(found)});
               }
@@ -116,6 +122,9 @@ Command add_map_command(CLI::App& app) {
                 nlohmann::json j{{"layer", e.name},
                                  {"objective", to_string(objective)},
                                  {"gap", o->gap},
+                                 {"max_work", o->max_work},
+                                 {"truncated", r.truncated},
+                                 {"work", r.work},
                                  {"same_as", same_as},
                                  {"mapspace_at_least", r.mapspace_at_least},
                                  {"evaluated", r.evaluated},
@@ -150,6 +159,8 @@ Command add_map_command(CLI::App& app) {
                          "{} beaten while queued; {:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
                          e.name, r.evaluated, r.valid, r.pruned, bound_pruned, r.stale_dropped,
                          r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0, secs, r.evaluated / secs / 1e6, cpu);
+              if (r.truncated)
+                fmt::print("  stopped at the work limit ({} units): the best mapping found, not proven optimal\n", r.work);
               if (!r.best) {
                 fmt::print("  no valid mapping\n");
                 ++failed;

@@ -31,6 +31,7 @@ struct ScheduleOptions {
       write_tile_costs, tile_cache;
   bool fold_unary = false;
   double mapper_gap = 0;
+  int64_t mapper_work = 0;
   bool trace_mapper = false;
   GaOptions ga;
   WacoOptions waco;
@@ -131,6 +132,7 @@ int run_pipeline(const ScheduleOptions* o) {
   spec.fold_unary = o->fold_unary;
   spec.trace_mapper = o->trace_mapper;
   spec.mapper_gap = o->mapper_gap;
+  spec.mapper_work = o->mapper_work;
   spec.ga = o->ga;
   spec.waco = o->waco;
   spec.ga.seed = static_cast<uint64_t>(o->seed);
@@ -183,6 +185,8 @@ int run_pipeline(const ScheduleOptions* o) {
                                               {"mappings_evaluated", tstats.mappings_evaluated},
                                               {"seconds", tstats.seconds},
                                               {"mapper_gap", o->mapper_gap},
+                                              {"mapper_work", o->mapper_work},
+                                              {"truncated", run.tile_truncated},
                                               {"cache_hits", run.tile_cache_hits},
                                               {"cache_misses", run.tile_cache_misses}}
                              : nlohmann::json{{"source", o->tile_costs}};
@@ -285,6 +289,10 @@ Command add_schedule_command(CLI::App& app) {
   cmd->add_option("--mapper-gap", o->mapper_gap,
                   "the mapper's per-tile searches within this relative gap of their optimum (the least cycles "
                   "exactly, the energy within the gap; e.g. 1e-3), each on one thread; 0 = exact")
+      ->capture_default_str();
+  cmd->add_option("--mapper-work", o->mapper_work,
+                  "stop each per-tile search after this much work (level choices enumerated, ~0.1 us each, e.g. "
+                  "20000000) with the best mapping found, not proven optimal; each on one thread; 0 = no limit")
       ->capture_default_str();
   cmd->add_flag("--trace-mapper", o->trace_mapper, "print a line per mapper call of the tile costs to stderr (CT, core, rank "
                                                    "sizes, mappings evaluated, choices cut per level, best, seconds)");

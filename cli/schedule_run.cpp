@@ -167,6 +167,8 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
 
   if (!(o->mapper_gap >= 0) || !std::isfinite(o->mapper_gap))
     throw InputError({}, "--mapper-gap", fmt::format("expected a relative gap >= 0 (0 = exact), not {}", o->mapper_gap));
+  if (o->mapper_work < 0)
+    throw InputError({}, "--mapper-work", fmt::format("expected a work limit >= 0 (0 = none), not {}", o->mapper_work));
   // Without a table, each unique (CT shape, core) is mapped by mapfuse's own mapper (Stream's criterion).
   run.mapped = o->tile_costs.empty();
   auto costs_of = [&](const TileSet& ts, std::span<const int> on, TileCostStats* stats,
@@ -175,6 +177,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
       TileCostStats st;
       TileCostOptions topt;
       topt.mapper_gap = o->mapper_gap;
+      topt.mapper_work = o->mapper_work;
       if (o->trace_mapper)
         topt.trace = [](const std::string& line) {
           static std::mutex m;  // the mapper's threads report one line at a time
@@ -184,6 +187,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
       std::vector<TileCost> c = map_tile_costs(w, ts, arch, on, topt, &st, cache, held);
       run.tile_cache_hits += st.cache_hits;
       run.tile_cache_misses += st.cache_misses;
+      run.tile_truncated += st.truncated;
       if (stats) *stats = st;
       return c;
     }
@@ -259,6 +263,7 @@ nlohmann::json waco_json(const WacoResult& r, const Workload& w) {
                            {"nonzeros", x.nonzeros},                {"nodes", x.nodes},
                            {"seconds", x.seconds},                  {"optimal", x.optimal}, {"fallback", x.fallback},
                            {"objective_cc", x.objective},           {"bound_cc", x.bound},
+                           {"start_cc", x.start},
                            {"gap", x.gap},                          {"parallelism", layers}});
   }
   return j;

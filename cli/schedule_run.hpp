@@ -35,6 +35,7 @@ struct ScheduleSpec {
   bool fold_unary = false;
   bool trace_mapper = false;             // a line per mapper call to stderr
   double mapper_gap = 0;                 // per-tile searches within this relative gap (0 = exact)
+  int64_t mapper_work = 0;               // per-tile searches stop after this much work (0 = no limit)
 };
 
 struct ScheduleRun {
@@ -47,6 +48,7 @@ struct ScheduleRun {
   // Mapping problems found in the tile-cost cache and mapped, over every phase of the run (WACO's
   // candidate costs and its unrolled graph, or the GA's candidates, or the allocation's graph).
   int64_t tile_cache_hits = 0, tile_cache_misses = 0;
+  int64_t tile_truncated = 0;  // mapper calls stopped by mapper_work
   std::optional<WacoResult> waco;  // allocation waco: its stacks and figures (its graph moved to `graph`)
   coala::Problem problem;
   coala::Schedule schedule;

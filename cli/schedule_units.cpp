@@ -68,6 +68,7 @@ UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   spec.semantics = p.at("semantics").get<std::string>();
   spec.fold_unary = p.at("fold_unary").get<bool>();
   spec.mapper_gap = p.value("mapper_gap", 0.0);
+  spec.mapper_work = p.value("mapper_work", int64_t{0});
   if (const auto it = p.find("ga"); it != p.end()) {
     spec.ga.generations = it->at("generations").get<int>();
     spec.ga.population = it->at("population").get<int>();
@@ -116,6 +117,9 @@ UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
     // they are not part of the result's identity; the costs themselves are the same either way.
     metric("tile_cost_cache_hits", double(run.tile_cache_hits));
     metric("tile_cost_cache_misses", double(run.tile_cache_misses));
+    // Mapper calls of this unit's misses that the work limit stopped (their CTs' costs are the
+    // best found, not proven optimal); 0 without mapper_work.
+    metric("tile_cost_truncated", double(run.tile_truncated));
   }
   metric("schedule_seconds", run.seconds.at("schedule").get<double>());
   // The allocation's search (`mapfuse schedule --json`'s search_seconds): the GA's generations

@@ -270,6 +270,8 @@ StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::f
   e.mapper_gap = g.opt_number("mapper_gap").value_or(0.0);
   if (!(e.mapper_gap >= 0) || !std::isfinite(e.mapper_gap))
     g.fail("mapper_gap", "must be a finite fraction >= 0 (0 = exact per-tile mapping)");
+  e.mapper_work = g.opt_integer("mapper_work").value_or(0);
+  if (e.mapper_work < 0) g.fail("mapper_work", "must be an integer >= 0 (0 = no limit: exact per-tile mapping)");
   g.finish();
   return e;
 }
@@ -693,6 +695,7 @@ std::vector<WorkUnit> partition_schedule_study(const Study& s) {
             // Only what changes the result enters the payload (and so the id): the searches' knobs.
             // Only with a gap, so that the units (and ids) of exact studies stay the same.
             if (e.mapper_gap > 0) p["mapper_gap"] = e.mapper_gap;
+            if (e.mapper_work > 0) p["mapper_work"] = e.mapper_work;
             if (e.allocation == "ga") p["ga"] = {{"generations", e.generations}, {"population", e.population}, {"seed", seed}};
             if (e.allocation == "waco")
               p["waco"] = {{"max_parallelism", e.max_parallelism}, {"time_limit_s", e.time_limit_s}, {"seed", seed}};

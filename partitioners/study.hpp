@@ -160,6 +160,7 @@ struct StudySchedule {
   std::string semantics = "stream";
   bool fold_unary = false;
   double mapper_gap = 0;  // per-tile searches within this relative gap (TileCostOptions::mapper_gap)
+  int64_t mapper_work = 0;  // per-tile searches stop after this much work (TileCostOptions::mapper_work)
   std::vector<uint64_t> seeds = {1};        // ga: its random seed; waco: CBC's
   int generations = 16, population = 16;    // ga (GaOptions)
   int max_parallelism = 0;                  // waco: largest K split (0 = every capable core)

@@ -150,6 +150,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.prune = opt.prune;
   spec.reduce_orders = opt.reduce_orders;
   spec.max_evaluations = opt.max_mappings;
+  spec.max_work = opt.max_work;
   // The scalar bounds hold with on-chip backing too: they count compute steps and what the
   // innermost keeping level serves compute, which backing does not change (a backing level has
   // no fills, and a level counted as a possible keeper that is not one only lowers the bound).
@@ -164,8 +165,13 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     throw InputError({}, "gap", fmt::format("the optimality gap must be a finite fraction >= 0, not {}", opt.gap));
   if (opt.gap > 0 && opt.front)
     throw InputError({}, "gap", "an optimality gap applies to branch and bound (one objective), not to a Pareto front");
-  // A gap makes the answer depend on the order mappings are found in: one thread keeps it fixed.
-  const int threads = opt.gap > 0 ? 1 : omp_get_max_threads();
+  if (opt.max_work < 0)
+    throw InputError({}, "max_work", fmt::format("the work limit must be >= 0 (0 = none), not {}", opt.max_work));
+  if (opt.max_work > 0 && opt.front)
+    throw InputError({}, "max_work", "a work limit applies to branch and bound (one objective), not to a Pareto front");
+  // A gap or a work limit makes the answer depend on the order mappings are found in: one thread
+  // keeps it fixed.
+  const int threads = opt.gap > 0 || opt.max_work > 0 ? 1 : omp_get_max_threads();
   std::vector<ExhaustiveSink> sinks;
   sinks.reserve(static_cast<size_t>(threads));
   for (int i = 0; i < threads; ++i) {
@@ -216,7 +222,9 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   out.pruned = pruned;
   out.lane_calls = lane_calls;
   out.stale_dropped = stale;
-  if (s.over()) {
+  out.truncated = s.truncated();
+  out.work = s.work();
+  if (s.over() && !s.truncated()) {
     const int l = s.most_orders_level();
     throw InputError({}, "max_mappings",
                      fmt::format("the mapspace of '{}' is too large: {} mappings evaluated without finishing (the limit), "

@@ -67,6 +67,11 @@ struct ExhaustiveOptions {
   // optimum, and which of the near-optimal mappings it is depends on the order in which they are
   // found: a search with a gap runs on one thread, so that the answer is deterministic. 0: exact.
   double gap = 0;
+  // An anytime search: stop after this much work (TileSearchSpec::max_work: level choices
+  // enumerated; ~0.1 us each on Stream's cores) with the best mapping found, which is then not
+  // proven optimal (MapperResult::truncated). Like a gap, it runs on one thread, so where it stops
+  // and what it returns are deterministic. 0: no limit (exact).
+  int64_t max_work = 0;
 };
 
 struct ParetoMapping {
@@ -95,6 +100,9 @@ struct MapperResult {
   // Branch and bound: complete choices that passed their bound when parked for SIMD evaluation
   // but were beaten by a better mapping found before their bucket was evaluated (not evaluated).
   int64_t stale_dropped = 0;
+  // ExhaustiveOptions::max_work stopped the search: `best` is the best found, not proven optimal.
+  bool truncated = false;
+  int64_t work = 0;  // level choices enumerated (TileSearch::work), counted with a work limit only
 };
 
 // Throws InputError if the mapspace exceeds options.max_mappings.

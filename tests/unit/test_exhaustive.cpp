@@ -453,6 +453,61 @@ TEST_CASE("mapper: a relative gap stays within the gap of the optimum, evaluates
   CHECK_THROWS_AS(exhaustive_search(fc, c, {}, {.gap = 0.01}), InputError);  // a front has no gap
 }
 
+// A work limit (ExhaustiveOptions::max_work) makes the search anytime: it stops after that many
+// level choices with the best mapping found, which is valid and no better than the optimum; the
+// same limit stops at the same place on one thread or two; a limit above the exact search's work
+// changes nothing.
+TEST_CASE("mapper: a work limit stops the search deterministically with a valid mapping; a large one is exact") {
+  const Core c = load_architecture("gemmini_default").cores.at(0);
+  const Workload w = load_workload("resnet18");
+  const int threads = omp_get_max_threads();
+  for (const char* name : {"layer2.0.conv1", "layer3.0.conv2"}) {
+    const Einsum& e = w.einsums.at(static_cast<size_t>(w.einsum_index(name)));
+    const Mapspace space = make_mapspace({}, e, c);
+    for (const bool tiebreak : {false, true}) {
+      ExhaustiveOptions opt;
+      opt.objective = tiebreak ? Objective::Cycles : Objective::Edp;
+      opt.energy_tiebreak = tiebreak;
+      opt.front = false;
+      opt.max_mappings = 0;
+      const MapperResult exact = exhaustive_search(e, c, space, opt);
+      REQUIRE(exact.best.has_value());
+      CHECK(!exact.truncated);
+      // The exact search's work, counted by a limit it never reaches.
+      opt.max_work = int64_t{1} << 60;
+      const MapperResult counted = exhaustive_search(e, c, space, opt);
+      REQUIRE(counted.best.has_value());
+      CHECK(!counted.truncated);
+      CHECK(counted.work > 0);
+      CHECK(objective_value(opt.objective, counted.cost) == objective_value(opt.objective, exact.cost));
+      CHECK(counted.cost.energy_pj == exact.cost.energy_pj);
+      CHECK(to_text(*counted.best, e, c) == to_text(*exact.best, e, c));
+      // A tenth of it stops early.
+      opt.max_work = std::max<int64_t>(counted.work / 10, 1);
+      omp_set_num_threads(2);
+      const MapperResult two = exhaustive_search(e, c, space, opt);
+      omp_set_num_threads(1);
+      const MapperResult one = exhaustive_search(e, c, space, opt);
+      omp_set_num_threads(threads);
+      INFO(std::string(name) << (tiebreak ? " cycles + energy" : " edp") << ": exact work " << counted.work
+                             << ", limit " << opt.max_work);
+      CHECK(one.truncated);
+      CHECK(one.work > opt.max_work);
+      CHECK(one.work <= opt.max_work + 1'000'000);  // stops within one node's choices of the limit
+      REQUIRE(one.best.has_value());
+      REQUIRE(two.best.has_value());
+      CHECK(to_text(*one.best, e, c) == to_text(*two.best, e, c));
+      CHECK(one.evaluated == two.evaluated);
+      CHECK(objective_value(opt.objective, one.cost) >= objective_value(opt.objective, exact.cost));
+      // The mapping returned is costed as the model costs it (the lane evaluator agreed with it).
+      CHECK(evaluate(compile_plan(e, c), flatten(*one.best)).energy_pj == doctest::Approx(one.cost.energy_pj).epsilon(1e-12));
+    }
+  }
+  const Einsum& fc = w.einsums.at(static_cast<size_t>(w.einsum_index("fc")));
+  CHECK_THROWS_AS(exhaustive_search(fc, c, {}, {.front = false, .max_work = -1}), InputError);
+  CHECK_THROWS_AS(exhaustive_search(fc, c, {}, {.max_work = 1000}), InputError);  // a front has no work limit
+}
+
 // Best first changes only the order in which subtrees are searched, and a known upper bound only
 // what is cut from the start: the optimum and its text stay those of the plain depth-first search.
 // An upper bound below the optimum leaves nothing, which shows that it does cut.

@@ -134,6 +134,21 @@ TEST_CASE("stream study: mapper_gap reaches the payload only when set; a negativ
   CHECK_THROWS_WITH_AS(parse_study(base + "mapper_gap = -1\n", "g.toml"), doctest::Contains("mapper_gap"), InputError);
 }
 
+TEST_CASE("stream study: mapper_work reaches the payload only when set; a negative one is an error") {
+  const std::string base = "name = \"g\"\n[[schedule]]\nworkloads = [\"resnet18\"]\narchitectures = [\"tpu_like_quad_core\"]\n";
+  const std::vector<WorkUnit> exact = partition_study(parse_study(base, "g.toml"), &no_layers);
+  const std::vector<WorkUnit> zero = partition_study(parse_study(base + "mapper_work = 0\n", "g.toml"), &no_layers);
+  const std::vector<WorkUnit> work = partition_study(parse_study(base + "mapper_work = 5000000\n", "g.toml"), &no_layers);
+  REQUIRE(exact.size() == 1);
+  REQUIRE(work.size() == 1);
+  CHECK(exact[0].payload.find("mapper_work") == std::string::npos);
+  CHECK(zero[0].id == exact[0].id);
+  CHECK(nlohmann::json::parse(work[0].payload).at("mapper_work").get<int64_t>() == 5000000);
+  CHECK(work[0].id != exact[0].id);
+  CHECK_THROWS_WITH_AS(parse_study(base + "mapper_work = -1\n", "g.toml"), doctest::Contains("mapper_work"), InputError);
+  CHECK_THROWS_WITH_AS(parse_study(base + "mapper_work = 0.5\n", "g.toml"), doctest::Contains("mapper_work"), InputError);
+}
+
 TEST_CASE("stream study: bad allocation keys name the file, the line and the key") {
   auto check = [](const std::string& text, int line, const std::string& key, const std::string& what) {
     const InputError e = test::study_error(text, "fig13.toml");

@@ -286,6 +286,45 @@ TEST_CASE("tile cost: a mapper gap keeps each CT's cycles, its energy within the
   CHECK(tile_cost_cache_key(e, "core", 0, gap) != tile_cost_cache_key(e, "core", 0, zero));
 }
 
+// A work limit for the per-tile searches (TileCostOptions::mapper_work): an anytime search. Each
+// CT's cost is a valid mapping's, never below the exact search's (cycles first, then energy), the
+// stopped searches are counted, and the cache keeps the two apart. A limit the searches never
+// reach gives the exact costs.
+TEST_CASE("tile cost: a mapper work limit gives valid costs no better than exact, counted, with their own keys") {
+  Architecture a = load_architecture("tpu_like_quad_core");
+  a.cores[0].levels[2].entries = 2600;  // some rows off-chip: both search paths
+  const Workload w = finalized({source("x", "a", 8, 6, 6), conv("conv", "a", 8, 32, 6, 6, 3, 1, 1)});
+  const TileSet ts = rows(w);
+  for (int on : {0, 2}) {
+    const std::vector<int> core(ts.tiles.size(), on);
+    TileCostOptions exact, tight, loose;
+    tight.mapper_work = 200;
+    loose.mapper_work = int64_t{1} << 50;
+    TileCostStats se, st, sl;
+    const auto ce = map_tile_costs(w, ts, a, core, exact, &se);
+    const auto ct = map_tile_costs(w, ts, a, core, tight, &st);
+    const auto cl = map_tile_costs(w, ts, a, core, loose, &sl);
+    REQUIRE(ce.size() == ct.size());
+    for (size_t i = 0; i < ce.size(); ++i) {
+      const double e_exact = ce[i].onchip_energy_pj + ce[i].offchip_energy_pj;
+      const double e_tight = ct[i].onchip_energy_pj + ct[i].offchip_energy_pj;
+      CHECK(ct[i].latency_cc >= ce[i].latency_cc);
+      if (ct[i].latency_cc == ce[i].latency_cc) CHECK(e_tight >= e_exact * (1 - 1e-12));
+      CHECK(cl[i].latency_cc == ce[i].latency_cc);
+      CHECK(cl[i].onchip_energy_pj + cl[i].offchip_energy_pj == e_exact);
+    }
+    CHECK(se.truncated == 0);
+    CHECK(sl.truncated == 0);
+    CHECK(st.truncated > 0);
+    CHECK(st.truncated <= st.mapper_calls);
+  }
+  const Einsum e = conv("conv", "a", 8, 32, 1, 6, 3, 1, 1);
+  TileCostOptions zero, work;
+  work.mapper_work = 1000;
+  CHECK(tile_cost_cache_key(e, "core", 0, zero) == tile_cost_cache_key(e, "core", 0, TileCostOptions{}));
+  CHECK(tile_cost_cache_key(e, "core", 0, work) != tile_cost_cache_key(e, "core", 0, zero));
+}
+
 TEST_CASE("tile cost: a CT the rule fits by its boxes but no mapping holds gets more operands off-chip") {
   Architecture a = load_architecture("tpu_like_quad_core");
   a.cores[0].levels[2].entries = 2600;

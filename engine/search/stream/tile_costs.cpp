@@ -77,7 +77,7 @@ double dram_energy(const CostResult& c, const Level& dram, int L, int t) {
 
 struct KeyResult {
   TileCost cost;
-  int64_t mapper_calls = 0, evaluated = 0;
+  int64_t mapper_calls = 0, evaluated = 0, truncated = 0;
 };
 
 // Instances of level `l` over which tensor `t` can be spread rather than copied: the fan-out
@@ -241,21 +241,24 @@ KeyResult map_one(const Einsum& e, const Core& base, TensorMask off_mask, const 
       xo.objective = o;
       xo.max_mappings = opt.max_mappings;
       xo.gap = opt.offchip_front ? 0.0 : opt.mapper_gap;
+      xo.max_work = opt.offchip_front ? 0 : opt.mapper_work;
       auto search = [&](const Core& c, const ExhaustiveOptions& x) {
         const auto t0 = std::chrono::steady_clock::now();
         MapperResult r = exhaustive_search(e, c, space, x);
         ++out.mapper_calls;
         out.evaluated += r.evaluated;
+        out.truncated += r.truncated;
         if (opt.trace) {
           std::string ranks, cut;
           for (const Rank& rk : e.ranks) ranks += fmt::format("{}{}={}", ranks.empty() ? "" : " ", rk.name, rk.size);
           for (int64_t b : r.bound_pruned) cut += fmt::format("{}{}", cut.empty() ? "" : "/", b);
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           opt.trace(fmt::format("{} [{}] off-chip {:#x} combo {}/{}: {} evaluated, {} over capacity, bound cut per "
-                                "level {}, {} stale, best {} cc {:.6g} pJ, {:.3f} s",
+                                "level {}, {} stale, best {} cc {:.6g} pJ, {:.3f} s{}",
                                 what, ranks, static_cast<unsigned>(~onchip & ((1u << T) - 1)), combo + 1, combos, r.evaluated,
                                 r.pruned, cut, r.stale_dropped, r.best ? r.cost.cycles : 0.0,
-                                r.best ? r.cost.energy_pj : 0.0, s));
+                                r.best ? r.cost.energy_pj : 0.0, s,
+                                r.truncated ? fmt::format(" (stopped at the work limit, {} units)", r.work) : ""));
         }
         return r;
       };
@@ -360,6 +363,7 @@ std::string tile_cost_cache_key(const Einsum& e, const std::string& core_fp, Ten
   put(k, opt.max_mappings);
   // Only with a gap, so that the keys of exact searches (and the caches holding them) stay valid.
   if (opt.mapper_gap > 0) name("gap"), put(k, std::bit_cast<int64_t>(opt.mapper_gap));
+  if (opt.mapper_work > 0) name("work"), put(k, opt.mapper_work);
   name(core_fp);
   put(k, static_cast<int64_t>(offchip));
   put(k, static_cast<int64_t>(e.op));
@@ -497,7 +501,8 @@ std::vector<TileCost> map_tile_costs(const Workload& w, const TileSet& tiles, co
     stats->tiles = n;
     stats->unique_keys = K;
     stats->mapper_problems = P;
-    for (const KeyResult& r : results) stats->mapper_calls += r.mapper_calls, stats->mappings_evaluated += r.evaluated;
+    for (const KeyResult& r : results)
+      stats->mapper_calls += r.mapper_calls, stats->mappings_evaluated += r.evaluated, stats->truncated += r.truncated;
     if (cache)
       for (char h : hit) (h ? stats->cache_hits : stats->cache_misses) += 1;
     stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

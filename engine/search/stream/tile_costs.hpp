@@ -30,6 +30,10 @@ struct TileCostOptions {
   // Each per-tile search within this relative gap of its optimum (ExhaustiveOptions::gap: the
   // least cycles exactly, the energy within the gap); 0 = exact. Part of the cache key.
   double mapper_gap = 0;
+  // Each per-tile search stops after this much work (ExhaustiveOptions::max_work) with the best
+  // mapping found: an anytime search for CTs whose proof of optimality takes minutes (whole layers
+  // of 540 x 960 pixels on a weight-stationary core). 0 = no limit. Part of the cache key.
+  int64_t mapper_work = 0;
   // Called after every mapper call (from the OpenMP threads, one call at a time) with a line that
   // names the CT and core, its rank sizes, what the search evaluated and cut per level, and its
   // time (`mapfuse schedule --trace-mapper`). Empty: nothing is reported.
@@ -44,6 +48,7 @@ struct TileCostStats {
   int64_t mapper_problems = 0;
   int64_t mapper_calls = 0;  // exhaustive searches (a key whose operands do not fit may need several)
   int64_t mappings_evaluated = 0;
+  int64_t truncated = 0;     // mapper calls that TileCostOptions::mapper_work stopped early
   // With a cache: the mapping problems found there (no search) and those mapped and inserted
   // (hits + misses = mapper_problems; mapper_calls and mappings_evaluated count the misses only).
   int64_t cache_hits = 0, cache_misses = 0;

@@ -89,6 +89,11 @@ struct TileSearchSpec {
   // as fused_total adds them; the sink's bounds stay per tile.
   int64_t first_tiles = 1, rest_tiles = 0;
   int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
+  // An anytime search (a MIP solver's node limit): beyond this much work (level choices
+  // enumerated, one per choice, plus one per node) the search stops with what it has found and
+  // truncated() is true; not before the sink holds a mapping (TileSink::has_incumbent). Counted, not timed, so that a search on one thread stops at the same
+  // place on any machine. Sets the search's own over flag: not for searches sharing `over`. 0 = no limit.
+  int64_t max_work = 0;
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;
 };
@@ -170,6 +175,18 @@ class TileSearch {
   const Einsum& einsum() const { return e_; }
   int levels() const { return L; }
   bool over() const { return over_->load(std::memory_order_relaxed); }
+  // Whether TileSearchSpec::max_work stopped the search (over() is then true as well).
+  bool truncated() const { return truncated_.load(std::memory_order_relaxed); }
+  int64_t work() const { return work_.load(std::memory_order_relaxed); }
+  // Counts n units of work against TileSearchSpec::max_work (nothing without a limit); past the
+  // limit the search stops, but only once `found` (the sink holds a mapping): an anytime search
+  // returns a mapping whenever one exists.
+  void add_work(int64_t n, bool found) const {
+    if (spec_.max_work > 0 && work_.fetch_add(n, std::memory_order_relaxed) + n > spec_.max_work && found) {
+      truncated_.store(true, std::memory_order_relaxed);
+      over_->store(true, std::memory_order_relaxed);
+    }
+  }
   // Whether partial choices are pruned (TileSearchSpec::prune_partial and the Einsum qualifies):
   // then TileWorker::prune and complete enumerate it, not run().
   bool partial_pruning() const { return partial_; }
@@ -391,6 +408,8 @@ class TileSearch {
   void make_spread_tables();
   std::atomic<int64_t> own_budget{0};
   std::atomic<bool> own_over{false};
+  mutable std::atomic<int64_t> work_{0};
+  mutable std::atomic<bool> truncated_{false};
   std::atomic<int64_t>* budget_;
   std::atomic<bool>* over_;
 

@@ -120,7 +120,7 @@ struct TileWorker::State {
   // comes first. The leaves give a subtree's good mappings (a depthwise layer on Eyeriss: 200 s ->
   // 18 s; one dive per root was not enough); the work limit stops a probe whose choices the
   // incumbent all beats from running the whole subtree (a stride-2 conv on Gemmini took 12x
-  // longer without it). Each level bounds only its kProbeWidth fullest choices.
+  // longer without it). Each level bounds only its kProbeWidth first choices (most spread, then fullest).
   static constexpr int64_t kProbeLeaves = 32, kProbeWork = 4096;
   static constexpr size_t kProbeWidth = 256;
   bool probing = false;
@@ -291,6 +291,7 @@ struct TileWorker::State {
     int level = -1;      // backing_words of the choice
     int64_t words = 0;
     uint32_t split = kNoSplit;  // split_at: its kept sets' bounds in ranked_split[level of the choice]
+    int64_t spread = 1;         // descend_probe's first order: the level's spatial instances (more first)
     // Best first: the objective of the bounds, then the energy bound, then the cycles bound.
     static bool by_bound(const Ranked& a, const Ranked& b) {
       if (a.priority != b.priority) return a.priority < b.priority;
