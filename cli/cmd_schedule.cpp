@@ -277,6 +277,10 @@ Command add_schedule_command(CLI::App& app) {
                                                                 "(0 = as many cores as can run the layer)")
       ->capture_default_str();
   cmd->add_option("--time-limit", o->waco.time_limit_s, "waco: CBC's time limit per stack, seconds")->capture_default_str();
+  cmd->add_option("--max-nodes", o->waco.max_nodes,
+                  "waco: CBC's branch-and-bound nodes per stack (a limit that stops at the same place on every "
+                  "machine, unlike the time limit); 0 = no limit")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "ga: the random seed; waco: CBC's random seed")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

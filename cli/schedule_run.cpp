@@ -216,6 +216,7 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
     if (o->allocation == "waco") {
       if (!(o->waco.time_limit_s > 0)) throw InputError({}, "--time-limit", "expected a positive number of seconds");
       if (o->waco.max_parallelism < 0) throw InputError({}, "--max-parallelism", "expected 0 (as many cores as can run a layer) or more");
+      if (o->waco.max_nodes < 0) throw InputError({}, "--max-nodes", "expected 0 (no limit) or a positive node count");
       // WACO chooses each layer's K split, so it builds the graph it allocates (the granularity's N is not used).
       run.waco = waco_allocate(w, tiling.stacks, arch,
                                [&](const TileSet& ts, std::span<const int> on) { return costs_of(ts, on, nullptr); }, o->waco);
@@ -263,7 +264,8 @@ nlohmann::json waco_json(const WacoResult& r, const Workload& w) {
                            {"nonzeros", x.nonzeros},                {"nodes", x.nodes},
                            {"seconds", x.seconds},                  {"optimal", x.optimal}, {"fallback", x.fallback},
                            {"objective_cc", x.objective},           {"bound_cc", x.bound},
-                           {"start_cc", x.start},
+                           {"start_cc", x.start},                   {"time_limited", x.time_limited},
+                           {"node_limited", x.node_limited},
                            {"gap", x.gap},                          {"parallelism", layers}});
   }
   return j;

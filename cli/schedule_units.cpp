@@ -77,6 +77,7 @@ UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   if (const auto it = p.find("waco"); it != p.end()) {
     spec.waco.max_parallelism = it->at("max_parallelism").get<int>();
     spec.waco.time_limit_s = it->at("time_limit_s").get<double>();
+    spec.waco.max_nodes = it->value("max_nodes", int64_t{0});
     spec.waco.seed = it->at("seed").get<int>();
   }
   const ScheduleRun run = run_schedule(spec, tile_cache);
@@ -138,11 +139,14 @@ UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   }
   if (run.waco) {
     const WacoResult& wr = *run.waco;
-    double gap = 0, optimal = 0;
+    double gap = 0, optimal = 0, time_limited = 0;
     for (const WacoStack& st : wr.stacks) {
       gap = std::max(gap, st.solution.gap);
       optimal += st.solution.optimal;
+      time_limited += st.solution.time_limited;
     }
+    // Stacks CBC left at its time limit: their allocation depends on the machine's speed.
+    metric("waco_time_limited_stacks", time_limited);
     metric("waco_cost_seconds", wr.cost_seconds);
     metric("waco_solve_seconds", wr.solve_seconds);
     metric("waco_stacks", double(wr.stacks.size()));

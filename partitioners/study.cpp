@@ -232,7 +232,7 @@ StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::f
       g.fail(key, fmt::format("a knob of allocation = \"{}\" (this entry's allocation is '{}')", method, e.allocation));
   };
   for (const char* key : {"generations", "population"}) only_for(key, "ga");
-  for (const char* key : {"max_parallelism", "time_limit"}) only_for(key, "waco");
+  for (const char* key : {"max_parallelism", "time_limit", "max_nodes"}) only_for(key, "waco");
   auto integer = [&](const char* key, int def, int64_t lo) {
     const int64_t v = g.opt_integer(key).value_or(def);
     if (v < lo || v > 1'000'000) g.fail(key, fmt::format("must be an integer from {} to 1000000", lo));
@@ -243,6 +243,8 @@ StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::f
   e.max_parallelism = integer("max_parallelism", e.max_parallelism, 0);
   e.time_limit_s = g.opt_number("time_limit").value_or(e.time_limit_s);
   if (!(e.time_limit_s > 0) || !std::isfinite(e.time_limit_s)) g.fail("time_limit", "must be a positive number of seconds");
+  e.max_nodes = g.opt_integer("max_nodes").value_or(0);
+  if (e.max_nodes < 0) g.fail("max_nodes", "must be an integer >= 0 (CBC's branch-and-bound nodes per stack; 0 = no limit)");
   if (g.has("seeds")) {
     if (!e.searched())
       g.fail("seeds", "only a searched allocation (ga, waco) takes seeds; '" + e.allocation + "' is deterministic");
@@ -699,6 +701,8 @@ std::vector<WorkUnit> partition_schedule_study(const Study& s) {
             if (e.allocation == "ga") p["ga"] = {{"generations", e.generations}, {"population", e.population}, {"seed", seed}};
             if (e.allocation == "waco")
               p["waco"] = {{"max_parallelism", e.max_parallelism}, {"time_limit_s", e.time_limit_s}, {"seed", seed}};
+            // Only when set, so that the units (and ids) of studies without it stay the same.
+            if (e.allocation == "waco" && e.max_nodes > 0) p["waco"]["max_nodes"] = e.max_nodes;
             WorkUnit u;
             u.kind = "schedule";
             u.payload = p.dump();

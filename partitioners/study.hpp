@@ -165,6 +165,7 @@ struct StudySchedule {
   int generations = 16, population = 16;    // ga (GaOptions)
   int max_parallelism = 0;                  // waco: largest K split (0 = every capable core)
   double time_limit_s = 60;                 // waco: CBC's limit per stack
+  int64_t max_nodes = 0;                    // waco: CBC's node limit per stack (0 = none)
   bool searched() const { return allocation == "ga" || allocation == "waco"; }
 };
 

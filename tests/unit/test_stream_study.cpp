@@ -149,6 +149,22 @@ TEST_CASE("stream study: mapper_work reaches the payload only when set; a negati
   CHECK_THROWS_WITH_AS(parse_study(base + "mapper_work = 0.5\n", "g.toml"), doctest::Contains("mapper_work"), InputError);
 }
 
+TEST_CASE("stream study: max_nodes (waco) reaches the payload only when set") {
+  const std::string base = "name = \"g\"\n[[schedule]]\nworkloads = [\"resnet18\"]\narchitectures = [\"tpu_like_quad_core\"]\n"
+                           "allocation = \"waco\"\n";
+  const std::vector<WorkUnit> plain = partition_study(parse_study(base, "g.toml"), &no_layers);
+  const std::vector<WorkUnit> limited = partition_study(parse_study(base + "max_nodes = 500\n", "g.toml"), &no_layers);
+  REQUIRE(plain.size() == 1);
+  REQUIRE(limited.size() == 1);
+  CHECK(plain[0].payload.find("max_nodes") == std::string::npos);
+  CHECK(nlohmann::json::parse(limited[0].payload).at("waco").at("max_nodes").get<int64_t>() == 500);
+  CHECK(limited[0].id != plain[0].id);
+  CHECK_THROWS_WITH_AS(parse_study(base + "max_nodes = -1\n", "g.toml"), doctest::Contains("max_nodes"), InputError);
+  // A knob of WACO on another allocation is an error.
+  const std::string greedy = "name = \"g\"\n[[schedule]]\nworkloads = [\"resnet18\"]\narchitectures = [\"tpu_like_quad_core\"]\n";
+  CHECK_THROWS_WITH_AS(parse_study(greedy + "max_nodes = 5\n", "g.toml"), doctest::Contains("max_nodes"), InputError);
+}
+
 TEST_CASE("stream study: bad allocation keys name the file, the line and the key") {
   auto check = [](const std::string& text, int line, const std::string& key, const std::string& what) {
     const InputError e = test::study_error(text, "fig13.toml");

@@ -243,6 +243,7 @@ TEST_CASE("stream waco: CBC starts from the greedy allocation and never returns 
   // fastest cores) is CBC's first incumbent, so what CBC returns within any limit is at most it;
   // the bound is at least N x the total work over the cores.
   std::mt19937 rng(5);
+  int improved = 0;
   for (int rep = 0; rep < 4; ++rep) {
     std::vector<std::vector<double>> base(5);
     for (auto& b : base)
@@ -266,7 +267,11 @@ TEST_CASE("stream waco: CBC starts from the greedy allocation and never returns 
       cores[size_t(i)].assign(by_speed.begin(), by_speed.begin() + p);
       std::sort(cores[size_t(i)].begin(), cores[size_t(i)].end());
     }
-    CHECK(s.start == doctest::Approx(eq12(in, {0, 1, 2, 3, 4}, cores, {1, 1, 0})).epsilon(1e-12));
+    // The start is that allocation improved by local search (slots kept): no worse, sometimes better.
+    const double greedy = eq12(in, {0, 1, 2, 3, 4}, cores, {1, 1, 0});
+    CHECK(s.start <= greedy * (1 + 1e-12));
+    CHECK(s.start >= s.objective * (1 - 1e-12));
+    improved += s.start < greedy * (1 - 1e-9);
     double work = 0;
     for (int i = 0; i < 5; ++i) {
       const auto& ch = in.choices[size_t(in.layer_of_tile[size_t(i)])];
@@ -277,6 +282,7 @@ TEST_CASE("stream waco: CBC starts from the greedy allocation and never returns 
     }
     CHECK(s.bound >= 7 * work / 3 * (1 - 1e-12));
   }
+  CHECK(improved >= 2);  // three of the four instances, when written
 }
 
 TEST_CASE("stream waco: the time limit holds on an instance whose root LP alone takes minutes") {
@@ -310,6 +316,48 @@ TEST_CASE("stream waco: the time limit holds on an instance whose root LP alone 
   for (size_t i = 0; i < s.cores.size(); ++i)
     CHECK(int(s.cores[i].size()) == in.choices[size_t(in.layer_of_tile[i])][size_t(s.choice[size_t(in.layer_of_tile[i])])]);
   for (const auto& [a, b] : in.deps) CHECK(s.slot[size_t(a)] < s.slot[size_t(b)]);
+  // Eq. 1 (the local search polishes what CBC holds at the limit): no core twice in a slot.
+  for (size_t i = 0; i < s.cores.size(); ++i)
+    for (size_t t = i + 1; t < s.cores.size(); ++t)
+      if (s.slot[i] == s.slot[t])
+        for (int j : s.cores[i]) CHECK(std::count(s.cores[t].begin(), s.cores[t].end(), j) == 0);
+  // The reported overlap is Eq. 12's: lat = N sum l_s - (N - 1) o with N = 40.
+  std::vector<double> l(s.cores.size(), 0);
+  for (size_t i = 0; i < s.cores.size(); ++i)
+    for (int j : s.cores[i])
+      l[size_t(s.slot[i])] = std::max(l[size_t(s.slot[i])], in.latency[i][size_t(j)][size_t(s.choice[size_t(in.layer_of_tile[i])])]);
+  double total = 0;
+  for (double x : l) total += x;
+  CHECK(s.overlap == doctest::Approx((40 * total - s.objective) / 39).epsilon(1e-9));
+}
+
+TEST_CASE("stream waco: a node limit stops CBC at the same allocation every time") {
+  // Twelve one-tile layers on eight cores, p in {1, 2, 4, 8}, a random DAG: with a node limit (and
+  // a time limit that does not bind) two solves give the same allocation, reported as node-limited.
+  std::mt19937 rng(11);
+  const int cores = 8, n = 12;
+  std::vector<int> lot;
+  for (int i = 0; i < n; ++i) lot.push_back(i);
+  std::vector<std::vector<int>> ch(static_cast<size_t>(n), std::vector<int>{1, 2, 4, 8});
+  std::vector<std::vector<double>> base(static_cast<size_t>(n));
+  for (auto& b : base)
+    for (int j = 0; j < cores; ++j) b.push_back(double(100 + rng() % 900));
+  std::vector<std::pair<int, int>> deps;
+  for (int i = 1; i < n; ++i) deps.push_back({int(rng() % unsigned(i)), i});
+  const WacoInstance in = make(cores, lot, ch, base, deps, 40);
+  WacoOptions opt;
+  opt.time_limit_s = 600;
+  opt.max_nodes = 3;
+  const WacoSolution a = solve_waco(in, opt), b = solve_waco(in, opt);
+  CHECK(!a.time_limited);
+  CHECK(a.objective == b.objective);
+  CHECK(a.slot == b.slot);
+  CHECK(a.cores == b.cores);
+  CHECK(a.choice == b.choice);
+  CHECK(a.nodes == b.nodes);
+  CHECK(a.nodes <= 3 + 1);
+  CHECK(!a.optimal);  // 3 nodes leave a gap of about 76 % on this instance
+  CHECK(a.node_limited);
 }
 
 TEST_CASE("stream waco: solves from several threads at once each find their own optimum") {

@@ -63,8 +63,11 @@ int64_t core_weight_capacity_bits(const Core& c) {
   return 0;
 }
 
-double waco_latency(const WacoInstance& inst, std::span<const int> slot, const std::vector<std::vector<int>>& cores,
-                    std::span<const int> choice) {
+namespace {
+
+// Eq. 12, and the overlap o it subtracts (N - 1) times.
+double eq12(const WacoInstance& inst, std::span<const int> slot, const std::vector<std::vector<int>>& cores,
+            std::span<const int> choice, double* overlap_out) {
   const size_t n = slot.size();
   std::vector<double> l(n, 0);
   std::vector<int> first(size_t(inst.cores), int(n)), last(size_t(inst.cores), -1);
@@ -90,8 +93,16 @@ double waco_latency(const WacoInstance& inst, std::span<const int> slot, const s
     overlap = std::min(overlap, idle);
   }
   if (inst.cores == 0) overlap = 0;
+  if (overlap_out) *overlap_out = overlap;
   const double N = double(inst.iterations);
   return N * total - (N - 1) * overlap;
+}
+
+}  // namespace
+
+double waco_latency(const WacoInstance& inst, std::span<const int> slot, const std::vector<std::vector<int>>& cores,
+                    std::span<const int> choice) {
+  return eq12(inst, slot, cores, choice, nullptr);
 }
 
 namespace {
@@ -155,6 +166,99 @@ bool greedy_allocation(const WacoInstance& inst, Allocation& a) {
     std::sort(a.cores[size_t(i)].begin(), a.cores[size_t(i)].end());
   }
   return true;
+}
+
+// Whether an allocation keeps, on every core, the weights of the layers it runs there (Eq. 5: a
+// layer's W / p once per core, however many of its tiles run there).
+bool weights_fit(const WacoInstance& inst, const Allocation& a) {
+  if (!inst.weight_constraint) return true;
+  std::vector<double> load(static_cast<size_t>(inst.cores), 0);
+  std::vector<char> on(inst.choices.size() * static_cast<size_t>(inst.cores), 0);
+  for (size_t i = 0; i < a.cores.size(); ++i) {
+    const int l = inst.layer_of_tile[i];
+    for (int j : a.cores[i]) {
+      char& seen = on[size_t(l) * size_t(inst.cores) + size_t(j)];
+      if (seen) continue;
+      seen = 1;
+      load[size_t(j)] += inst.weight_bits[size_t(l)] / inst.choices[size_t(l)][size_t(a.choice[size_t(l)])];
+    }
+  }
+  for (int j = 0; j < inst.cores; ++j)
+    if (load[size_t(j)] > inst.capacity_bits[size_t(j)] * (1 + 1e-12)) return false;
+  return true;
+}
+
+// Local search from a feasible allocation, slots kept: per layer each parallelism with its tiles
+// on their fastest cores, and per tile each window of p consecutive capable cores (every start)
+// and its p fastest; the first move that lowers Eq. 12 and fits the weights is taken, until a pass
+// improves nothing (at most 50 passes). Only CBC's starting point: what it returns is what it finds.
+void improve_allocation(const WacoInstance& inst, Allocation& a) {
+  const int n = int(inst.layer_of_tile.size()), J = inst.cores, L = int(inst.choices.size());
+  std::vector<std::vector<int>> capable(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < J; ++j)
+      if (std::isfinite(inst.latency[size_t(i)][size_t(j)][0])) capable[size_t(i)].push_back(j);
+  auto fastest = [&](int i, int k, int p) {
+    std::vector<int> c = capable[size_t(i)];
+    std::stable_sort(c.begin(), c.end(), [&](int x, int y) {
+      return inst.latency[size_t(i)][size_t(x)][size_t(k)] < inst.latency[size_t(i)][size_t(y)][size_t(k)];
+    });
+    c.resize(size_t(p));
+    std::sort(c.begin(), c.end());
+    return c;
+  };
+  double best = waco_latency(inst, a.slot, a.cores, a.choice);
+  // Eq. 1: no core runs two tiles of one slot (CBC's allocations may share slots).
+  auto one_per_core_and_slot = [&](const Allocation& b, int i) {
+    for (int t = 0; t < n; ++t)
+      if (t != i && b.slot[size_t(t)] == b.slot[size_t(i)])
+        for (int j : b.cores[size_t(i)])
+          if (std::count(b.cores[size_t(t)].begin(), b.cores[size_t(t)].end(), j)) return false;
+    return true;
+  };
+  auto try_move = [&](Allocation& b) {
+    for (int i = 0; i < n; ++i)
+      if (b.cores[size_t(i)] != a.cores[size_t(i)] && !one_per_core_and_slot(b, i)) return false;
+    if (!weights_fit(inst, b)) return false;
+    const double v = waco_latency(inst, b.slot, b.cores, b.choice);
+    if (!(v < best * (1 - 1e-12))) return false;
+    best = v;
+    a = b;
+    return true;
+  };
+  for (int pass = 0; pass < 50; ++pass) {
+    bool improved = false;
+    for (int l = 0; l < L; ++l)
+      for (size_t k = 0; k < inst.choices[size_t(l)].size(); ++k) {
+        if (int(k) == a.choice[size_t(l)]) continue;
+        const int p = inst.choices[size_t(l)][k];
+        Allocation b = a;
+        b.choice[size_t(l)] = int(k);
+        bool ok = true;
+        for (int i = 0; i < n && ok; ++i)
+          if (inst.layer_of_tile[size_t(i)] == l) {
+            ok = int(capable[size_t(i)].size()) >= p;
+            if (ok) b.cores[size_t(i)] = fastest(i, int(k), p);
+          }
+        if (ok) improved |= try_move(b);
+      }
+    for (int i = 0; i < n; ++i) {
+      const int l = inst.layer_of_tile[size_t(i)], k = a.choice[size_t(l)], p = inst.choices[size_t(l)][size_t(k)];
+      const std::vector<int>& c = capable[size_t(i)];
+      if (int(c.size()) < p) continue;
+      Allocation b = a;
+      b.cores[size_t(i)] = fastest(i, k, p);
+      if (b.cores[size_t(i)] != a.cores[size_t(i)]) improved |= try_move(b);
+      for (size_t start = 0; start < c.size(); ++start) {
+        b = a;
+        b.cores[size_t(i)].clear();
+        for (int q = 0; q < p; ++q) b.cores[size_t(i)].push_back(c[(start + size_t(q)) % c.size()]);
+        std::sort(b.cores[size_t(i)].begin(), b.cores[size_t(i)].end());
+        if (b.cores[size_t(i)] != a.cores[size_t(i)]) improved |= try_move(b);
+      }
+    }
+    if (!improved) break;
+  }
 }
 
 // A lower bound on Eq. 12 that needs no LP: the busiest core works at least the total work over
@@ -416,6 +520,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   std::vector<double> start_col;
   double start_objective = kInf;
   if (greedy_allocation(inst, start)) {
+    improve_allocation(inst, start);
     start_col.assign(m.lb.size(), 0);
     std::vector<double> l(static_cast<size_t>(S), 0);
     std::vector<int> first(size_t(J), S), last(size_t(J), -1);
@@ -473,8 +578,10 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
     clp->getModelPtr()->setMaximumWallSeconds(opt.time_limit_s);
   const std::string sec = fmt::format("{}", opt.time_limit_s), seed = std::to_string(opt.seed);
+  const std::string nodes = std::to_string(opt.max_nodes > 0 ? opt.max_nodes : int64_t{2147483647});
   const char* argv[] = {"mapfuse-waco", "-log", "0", "-timeMode", "elapsed", "-sec", sec.c_str(),
-                        "-randomCbcSeed", seed.c_str(), "-randomSeed", seed.c_str(), "-solve", "-quit"};
+                        "-maxNodes", nodes.c_str(), "-randomCbcSeed", seed.c_str(), "-randomSeed", seed.c_str(),
+                        "-solve", "-quit"};
   const auto t0 = std::chrono::steady_clock::now();
   CbcMain1(int(std::size(argv)), argv, model);
   sol.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -484,6 +591,8 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   // A root LP that Clp stopped on its wall-clock limit can read as infeasible to CBC: the clock
   // tells which it was.
   const bool timed_out = model.isSecondsLimitReached() || sol.seconds >= 0.98 * opt.time_limit_s;
+  sol.time_limited = timed_out && !model.isProvenOptimal();
+  sol.node_limited = !sol.time_limited && model.isNodeLimitReached();
   if (!best && !timed_out)
     throw InputError({}, kKey,
                      fmt::format("{}: no allocation of its steady-state tiles fits the cores' weight memories "
@@ -505,7 +614,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
       for (int j : sol.cores[size_t(i)])
         sol.slot_latency[size_t(i)] = std::max(sol.slot_latency[size_t(i)],
             inst.latency[size_t(i)][size_t(j)][size_t(sol.choice[size_t(inst.layer_of_tile[size_t(i)])])]);
-    sol.objective = waco_latency(inst, sol.slot, sol.cores, sol.choice);
+    sol.objective = eq12(inst, sol.slot, sol.cores, sol.choice, &sol.overlap);
     sol.bound = std::min(std::max(model.getBestPossibleObjValue(), work_bound(inst)), sol.objective);
     sol.gap = sol.objective > 0 ? (sol.objective - sol.bound) / sol.objective : 0;
     return sol;
@@ -525,6 +634,13 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   for (int l = 0; l < L; ++l)
     for (size_t k = 0; k < pc[size_t(l)].size(); ++k)
       if (best[pc[size_t(l)][k]] > 0.5) sol.choice[size_t(l)] = int(k);
+  if (!sol.optimal) {
+    // What a stopped CBC holds, polished by the same local search as its start (slots kept).
+    Allocation a{sol.slot, sol.cores, sol.choice};
+    improve_allocation(inst, a);
+    sol.cores = std::move(a.cores);
+    sol.choice = std::move(a.choice);
+  }
   sol.slot_latency.assign(size_t(S), 0);
   for (int i = 0; i < n; ++i)
     for (int j : sol.cores[size_t(i)])
@@ -532,10 +648,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
           std::max(sol.slot_latency[size_t(sol.slot[size_t(i)])],
                    inst.latency[size_t(i)][size_t(j)][size_t(sol.choice[size_t(inst.layer_of_tile[size_t(i)])])]);
   // The objective of the decoded allocation, idle times taken exactly (CBC's agrees up to its tolerances).
-  sol.objective = waco_latency(inst, sol.slot, sol.cores, sol.choice);
-  double total = 0;
-  for (double v : sol.slot_latency) total += v;
-  sol.overlap = N > 1 ? (N * total - sol.objective) / (N - 1) : best[o];
+  sol.objective = eq12(inst, sol.slot, sol.cores, sol.choice, &sol.overlap);
   // CBC's bound is meaningless when its root LP was stopped by the time limit.
   sol.bound = std::min(std::max(model.getBestPossibleObjValue(), work_bound(inst)), sol.objective);
   if (sol.optimal) sol.bound = sol.objective;

@@ -35,6 +35,11 @@ struct WacoInstance {
 
 struct WacoOptions {
   double time_limit_s = 60;  // per stack; CBC stops with its best solution and bound
+  // Per stack, CBC's branch-and-bound nodes (-maxNodes); 0 = no limit. A time limit that binds
+  // makes the allocation depend on the machine's speed and load; a node limit stops at the same
+  // place on every machine, so a study whose stacks stop at it gives the same results anywhere
+  // (the time limit then only guards against a root LP that runs long).
+  int64_t max_nodes = 0;
   int seed = 1;              // CBC's random seeds (one thread: deterministic for a given limit)
   int max_parallelism = 0;   // largest p; 0 = as many as the cores that can run the layer
   // A steady state of more CTs (a stack whose last layer is one CT has the whole stack as its
@@ -44,6 +49,8 @@ struct WacoOptions {
 
 struct WacoSolution {
   bool optimal = false;               // proven optimal within the time limit
+  bool time_limited = false;          // CBC stopped at the time limit (the result depends on the machine)
+  bool node_limited = false;          // CBC stopped at WacoOptions::max_nodes
   bool fallback = false;              // CBC returned none in time: the greedy allocation (one tile
                                       // per slot in a topological order, each layer split as far as
                                       // allowed over its fastest cores). With the start handed to CBC
