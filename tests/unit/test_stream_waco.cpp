@@ -495,6 +495,52 @@ TEST_CASE("stream waco: 2-conv on the quad core splits both convs over the four 
   CHECK(r1.parallelism == std::vector<int>{1, 1});
 }
 
+TEST_CASE("stream waco: layer by layer, ties go to fewer cores and stacks spread over identical cores") {
+  // 2-conv layer by layer (a stack per conv) on the quad core, costs MACs / 64 and no gain from a
+  // split (L_ijp = L_ij1 for every p): Eq. 12 ties at every p, so each layer keeps p = 1, and the
+  // two single-layer stacks go to two different tpu cores instead of both to the first.
+  const TwoConv c = two_conv();
+  WacoOptions opt;
+  opt.time_limit_s = 30;
+  const TileCostFn flat = [&](const TileSet& ts, std::span<const int> cores) {
+    std::vector<TileCost> out = macs_over_64(c.w, ts, cores);
+    for (size_t t = 0; t < out.size(); ++t) {
+      const Tile& tile = ts.tiles[t];
+      out[t].latency_cc *= double(ts.layer_groups[size_t(tile.layer)]);  // a part costs the whole CT
+    }
+    return out;
+  };
+  // Directly: six tiles (a chain of three layers of two) whose split gains nothing: CBC's answer
+  // is polished to p = 1 for every layer, which also uses the fewest cores.
+  {
+    WacoInstance in = make(4, {0, 0, 1, 1, 2, 2}, {{1, 2, 4}, {1, 2, 4}, {1, 2, 4}},
+                           {{40, 40, 40, 40}, {40, 40, 40, 40}, {60, 60, 60, 60}, {60, 60, 60, 60},
+                            {30, 30, 30, 30}, {30, 30, 30, 30}},
+                           {{0, 2}, {1, 3}, {2, 4}, {3, 5}}, 9);
+    for (auto& t : in.latency)
+      for (auto& core : t) core.assign(core.size(), core[0]);  // make's base / p undone: no gain
+    WacoOptions one_node = opt;
+    one_node.max_nodes = 1;  // CBC keeps its start (the greedy one splits each layer 4 ways)
+    const WacoSolution s = solve_waco(in, one_node);
+    CHECK(s.choice == std::vector<int>{0, 0, 0});
+    CHECK(!s.fallback);  // the start satisfies the symmetry rows, so CBC keeps it
+    CHECK(s.objective >= brute_force(in) * (1 - 1e-12));
+  }
+  const WacoResult r = waco_allocate(c.w, {{0}, {1}}, c.arch, flat, opt);
+  REQUIRE(r.stacks.size() == 2);
+  CHECK(r.parallelism == std::vector<int>{1, 1});
+  std::vector<int> used0, used1;
+  for (size_t t = 0; t < r.graph.tiles.tiles.size(); ++t)
+    (r.graph.tiles.tiles[t].layer == 0 ? used0 : used1).push_back(r.core_of_tile[t]);
+  std::sort(used0.begin(), used0.end());
+  used0.erase(std::unique(used0.begin(), used0.end()), used0.end());
+  std::sort(used1.begin(), used1.end());
+  used1.erase(std::unique(used1.begin(), used1.end()), used1.end());
+  REQUIRE(used0.size() == 1);
+  REQUIRE(used1.size() == 1);
+  CHECK(used0[0] != used1[0]);
+}
+
 TEST_CASE("stream waco: a layer whose weights fit no core is an InputError naming it") {
   TwoConv c = two_conv();
   for (Core& core : c.arch.cores)
