@@ -272,34 +272,55 @@ void improve_allocation(const WacoInstance& inst, Allocation& a) {
   }
 }
 
-// Relabels identical cores (same capacity and latencies) so that, within each class, a lower index
-// starts no later (unused last): the MILP's symmetry rows then hold for the allocation, which CBC
-// would otherwise reject as a start. Eq. 12 and the weights are unchanged by the relabelling.
-void canonical_labels(const WacoInstance& inst, Allocation& a) {
+// Classes of identical cores: the same weight memory and the same latency for every tile and
+// choice. Relabelling cores within a class changes neither Eq. 12 nor the weights that fit.
+// Each class ascending; cores in no class with another are left out.
+std::vector<std::vector<int>> identical_core_classes(const WacoInstance& inst) {
   const int J = inst.cores, n = int(inst.layer_of_tile.size());
-  std::vector<int> first(static_cast<size_t>(J), std::numeric_limits<int>::max()), cls(static_cast<size_t>(J), -1),
-      perm(static_cast<size_t>(J));
-  std::iota(perm.begin(), perm.end(), 0);
-  for (int i = 0; i < n; ++i)
-    for (int j : a.cores[size_t(i)]) first[size_t(j)] = std::min(first[size_t(j)], a.slot[size_t(i)]);
+  std::vector<std::vector<int>> classes;
+  std::vector<char> taken(static_cast<size_t>(J), 0);
   for (int j = 0; j < J; ++j) {
-    if (cls[size_t(j)] >= 0) continue;
+    if (taken[size_t(j)]) continue;
     std::vector<int> members{j};
-    cls[size_t(j)] = j;
     for (int j2 = j + 1; j2 < J; ++j2) {
-      if (cls[size_t(j2)] >= 0 || inst.capacity_bits[size_t(j)] != inst.capacity_bits[size_t(j2)]) continue;
-      bool same = true;
+      bool same = !taken[size_t(j2)] && inst.capacity_bits[size_t(j)] == inst.capacity_bits[size_t(j2)];
       for (int i = 0; i < n && same; ++i) same = inst.latency[size_t(i)][size_t(j)] == inst.latency[size_t(i)][size_t(j2)];
-      if (same) cls[size_t(j2)] = j, members.push_back(j2);
+      if (same) taken[size_t(j2)] = 1, members.push_back(j2);
     }
-    std::vector<int> by_start = members;
-    std::stable_sort(by_start.begin(), by_start.end(), [&](int x, int y) { return first[size_t(x)] < first[size_t(y)]; });
-    for (size_t q = 0; q < members.size(); ++q) perm[size_t(by_start[q])] = members[q];
+    if (members.size() > 1) classes.push_back(std::move(members));
   }
-  for (auto& c : a.cores) {
+  return classes;
+}
+
+// Within each class, `from` (members in some order) takes the labels `to` (the same members).
+// Returns the relabelling, old label -> new.
+std::vector<int> relabel(std::vector<std::vector<int>>& cores,
+                         const std::vector<std::pair<std::vector<int>, std::vector<int>>>& maps, int J) {
+  std::vector<int> perm(static_cast<size_t>(J));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (const auto& [from, to] : maps)
+    for (size_t q = 0; q < from.size(); ++q) perm[size_t(from[q])] = to[q];
+  for (auto& c : cores) {
     for (int& j : c) j = perm[size_t(j)];
     std::sort(c.begin(), c.end());
   }
+  return perm;
+}
+
+// Relabels identical cores so that, within each class, a lower index starts no later (unused
+// last): the MILP's symmetry rows then hold for the allocation, which CBC would otherwise reject
+// as a start.
+void canonical_labels(const WacoInstance& inst, const std::vector<std::vector<int>>& classes, Allocation& a) {
+  std::vector<int> first(static_cast<size_t>(inst.cores), std::numeric_limits<int>::max());
+  for (size_t i = 0; i < a.cores.size(); ++i)
+    for (int j : a.cores[i]) first[size_t(j)] = std::min(first[size_t(j)], a.slot[i]);
+  std::vector<std::pair<std::vector<int>, std::vector<int>>> maps;
+  for (const std::vector<int>& members : classes) {
+    std::vector<int> by_start = members;
+    std::stable_sort(by_start.begin(), by_start.end(), [&](int x, int y) { return first[size_t(x)] < first[size_t(y)]; });
+    maps.push_back({std::move(by_start), members});
+  }
+  relabel(a.cores, maps, inst.cores);
 }
 
 // A lower bound on Eq. 12 that needs no LP: the busiest core works at least the total work over
@@ -521,23 +542,19 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   // interchangeable, and CBC would otherwise branch on each permutation of them. Any allocation
   // can be relabelled so that of two identical cores j < j', j starts no later than j' (an unused
   // core counting as starting last): j' busy in slot s needs j busy in some slot <= s.
-  for (int j = 0; j + 1 < J; ++j) {
-    int j2 = j + 1;
-    for (; j2 < J; ++j2) {
-      bool same = inst.capacity_bits[size_t(j)] == inst.capacity_bits[size_t(j2)];
-      for (int i = 0; i < n && same; ++i) same = inst.latency[size_t(i)][size_t(j)] == inst.latency[size_t(i)][size_t(j2)];
-      if (same) break;
-    }
-    if (j2 == J) continue;
-    for (int s = 0; s < S; ++s) {
-      std::vector<std::pair<int, double>> t;
-      for (int i = 0; i < n; ++i) {
-        for (int s2 = 0; s2 <= s; ++s2) a_terms(i, j, s2, 1, t);
-        a_terms(i, j2, s, -1, t);
+  const std::vector<std::vector<int>> classes = identical_core_classes(inst);
+  for (const std::vector<int>& members : classes)
+    for (size_t q = 0; q + 1 < members.size(); ++q) {
+      const int j = members[q], j2 = members[q + 1];
+      for (int s = 0; s < S; ++s) {
+        std::vector<std::pair<int, double>> t;
+        for (int i = 0; i < n; ++i) {
+          for (int s2 = 0; s2 <= s; ++s2) a_terms(i, j, s2, 1, t);
+          a_terms(i, j2, s, -1, t);
+        }
+        m.row(t, 0, kInf);
       }
-      m.row(t, 0, kInf);
     }
-  }
 
   WacoSolution sol;
   sol.rows = int(m.row_lb.size());
@@ -562,7 +579,7 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
   double start_objective = kInf;
   if (greedy_allocation(inst, start)) {
     improve_allocation(inst, start);
-    canonical_labels(inst, start);
+    canonical_labels(inst, classes, start);
     start_col.assign(m.lb.size(), 0);
     std::vector<double> l(static_cast<size_t>(S), 0);
     std::vector<int> first(size_t(J), S), last(size_t(J), -1);
@@ -702,43 +719,28 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
 
 namespace {
 
-// Identical cores (the same capacity and latencies for every tile and choice of the stack) can be
-// relabelled without changing Eq. 12, and the MILP's symmetry rows put a stack's work on the
-// lowest-numbered of them. Stacks follow one another, so left so every stack would load the same
-// cores (layer by layer, every layer on the first p of eight identical cores: ResNet-18 on
-// stream_t3_8c_0ws_ps 7 % and FSRCNN 27 % worse EDP than CBC's arbitrary labels). Within each
-// class of identical cores, the stack's busiest cores go to the cores with the least work so far.
+// The MILP's symmetry rows put a stack's work on the lowest-numbered of its identical cores, and
+// stacks run one after another, so every stack would load the same cores (layer by layer, every
+// layer on the first p of eight identical cores: ResNet-18 on stream_t3_8c_0ws_ps 7 % and FSRCNN
+// 27 % worse EDP than CBC's arbitrary labels). Within each class of identical cores, the stack's
+// busiest cores take the labels of the cores with the least work so far (Eq. 12 is unchanged).
 void balance_identical_cores(const WacoInstance& in, WacoSolution& sol, std::vector<double>& load) {
-  const int J = in.cores, n = int(in.layer_of_tile.size());
+  const int n = int(in.layer_of_tile.size());
   if (sol.cores.size() != size_t(n) || n == 0) return;
-  std::vector<double> work(static_cast<size_t>(J), 0);
+  std::vector<double> work(static_cast<size_t>(in.cores), 0);
   for (int i = 0; i < n; ++i) {
     const int k = sol.choice[size_t(in.layer_of_tile[size_t(i)])];
     for (int j : sol.cores[size_t(i)]) work[size_t(j)] += in.latency[size_t(i)][size_t(j)][size_t(k)];
   }
-  std::vector<int> perm(static_cast<size_t>(J)), cls(static_cast<size_t>(J), -1);
-  std::iota(perm.begin(), perm.end(), 0);
-  for (int j = 0; j < J; ++j) {
-    if (cls[size_t(j)] >= 0) continue;
-    std::vector<int> members{j};
-    cls[size_t(j)] = j;
-    for (int j2 = j + 1; j2 < J; ++j2) {
-      if (cls[size_t(j2)] >= 0 || in.capacity_bits[size_t(j)] != in.capacity_bits[size_t(j2)]) continue;
-      bool same = true;
-      for (int i = 0; i < n && same; ++i) same = in.latency[size_t(i)][size_t(j)] == in.latency[size_t(i)][size_t(j2)];
-      if (same) cls[size_t(j2)] = j, members.push_back(j2);
-    }
-    if (members.size() < 2) continue;
+  std::vector<std::pair<std::vector<int>, std::vector<int>>> maps;
+  for (const std::vector<int>& members : identical_core_classes(in)) {
     std::vector<int> busiest = members, idlest = members;
     std::stable_sort(busiest.begin(), busiest.end(), [&](int a, int b) { return work[size_t(a)] > work[size_t(b)]; });
     std::stable_sort(idlest.begin(), idlest.end(), [&](int a, int b) { return load[size_t(a)] < load[size_t(b)]; });
-    for (size_t q = 0; q < members.size(); ++q) perm[size_t(busiest[q])] = idlest[q];
+    maps.push_back({std::move(busiest), std::move(idlest)});
   }
-  for (auto& c : sol.cores) {
-    for (int& j : c) j = perm[size_t(j)];
-    std::sort(c.begin(), c.end());
-  }
-  for (int j = 0; j < J; ++j) load[size_t(perm[size_t(j)])] += work[size_t(j)] * double(in.iterations);
+  const std::vector<int> perm = relabel(sol.cores, maps, in.cores);
+  for (int j = 0; j < in.cores; ++j) load[size_t(perm[size_t(j)])] += work[size_t(j)] * double(in.iterations);
 }
 
 }  // namespace

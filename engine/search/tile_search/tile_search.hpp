@@ -91,8 +91,9 @@ struct TileSearchSpec {
   int64_t max_evaluations = 0;   // 0 = no limit; beyond it over() becomes true and work stops
   // An anytime search (a MIP solver's node limit): beyond this much work (level choices
   // enumerated, one per choice, plus one per node) the search stops with what it has found and
-  // truncated() is true; not before the sink holds a mapping (TileSink::has_incumbent). Counted, not timed, so that a search on one thread stops at the same
-  // place on any machine. Sets the search's own over flag: not for searches sharing `over`. 0 = no limit.
+  // truncated() is true; not before the sink holds a mapping (TileSink::has_incumbent). Counted,
+  // not timed, so that a search on one thread stops at the same place on any machine. Sets the
+  // search's own over flag: not for searches sharing `over`. 0 = no limit.
   int64_t max_work = 0;
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;
@@ -178,7 +179,7 @@ class TileSearch {
   // Whether TileSearchSpec::max_work stopped the search (over() is then true as well).
   bool truncated() const { return truncated_.load(std::memory_order_relaxed); }
   int64_t work() const { return work_.load(std::memory_order_relaxed); }
-  // Counts n units of work against TileSearchSpec::max_work (nothing without a limit); past the
+  // Counts n units of work against TileSearchSpec::max_work (callers skip it without a limit); past the
   // limit the search stops, but only once `found` (the sink holds a mapping): an anytime search
   // returns a mapping whenever one exists.
   void add_work(int64_t n, bool found) const {

@@ -206,7 +206,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   } else {
     s->level_choices(l, remaining, choices);
   }
-  s->add_work(static_cast<int64_t>(choices.size()) + 1, sink->has_incumbent());
+  if (s->spec_.max_work > 0) s->add_work(static_cast<int64_t>(choices.size()) + 1, sink->has_incumbent());
   if (probing) {
     descend_probe(l, remaining, choices);
     return;
@@ -351,7 +351,7 @@ void TileWorker::State::descend_probe(int l, const std::array<int64_t, kMaxRanks
   // then the best bound. Lower bounds
   // alone leave every loop to the levels above, which can still take it, and such a dive ends with
   // all of them at the top (on Gemmini's stride-2 ResNet-18 layers, mappings 10x the optimum's
-  // EDP, which cut little). Only the kProbeWidth fullest choices are bounded: one level of a large
+  // EDP, which cut little). Only the kProbeWidth first choices are bounded: one level of a large
   // layer offers 10^5 choices (VGG-16's conv2 at Gemmini's accumulator: 180,432).
   std::vector<Ranked>& ranked = ranked_at[static_cast<size_t>(l)];
   ranked.clear();
@@ -364,13 +364,12 @@ void TileWorker::State::descend_probe(int l, const std::array<int64_t, kMaxRanks
       if (!s->admissible(ch, l)) continue;
       const int64_t words = s->kept_words(below, ch);
       if (lv.entries != 0 && words * lv.multiple_buffering > lv.entries) continue;
-      // The most PEs first, then the fullest: `fill` orders by spatial instances, then words.
-      int64_t instances = 1;
+      int64_t instances = 1;  // the level's spatial instances: the probe's first order
       for (int r = 0; r < s->R; ++r) instances *= ch.x[r] * ch.y[r];
       ranked.push_back({0, 0, 0, static_cast<uint32_t>(i), keep, -static_cast<double>(words)});
       ranked.back().spread = instances;
     }
-  // The fullest first; ties keep the enumeration order, so the probe is deterministic.
+  // The most spread, then the fullest; ties keep the enumeration order, so the probe is deterministic.
   const auto fuller = [](const Ranked& a, const Ranked& b) {
     if (a.spread != b.spread) return a.spread > b.spread;
     if (a.fill != b.fill) return a.fill < b.fill;
