@@ -262,8 +262,9 @@ Command add_schedule_command(CLI::App& app) {
                                              "--fold-unary; or any workload spec)");
   cmd->add_flag("--fold-unary", o->fold_unary, "fold ONNX activations into their producers");
   cmd->add_option("--mode", o->mode, "fused (layer stacks from --stacks) or lbl (layer by layer)")->capture_default_str();
-  cmd->add_option("--stacks", o->stacks, "auto (Stream's weight-capacity rule), first (only the first such stack "
-                                         "fused, Stream classic's default) or Einsum index ranges \"0-10,11-21\"")
+  cmd->add_option("--stacks", o->stacks, "auto (Stream's weight-capacity rule), auto:F (the same rule at F times "
+                                         "the cores' weight memory), first (only the first such stack fused, Stream "
+                                         "classic's default) or Einsum index ranges \"0-10,11-21\"")
       ->capture_default_str();
   cmd->add_option("--granularity", o->granularity, "stream:N: one CT per output row in fused stacks, MAC and "
                                                    "single-input element-wise layers split into N inter-core groups")

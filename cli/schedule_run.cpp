@@ -18,38 +18,6 @@
 namespace mapfuse::cli {
 namespace {
 
-// "0-10,11-21" -> stacks of Einsum indices.
-std::vector<std::vector<int>> parse_stacks(const std::string& s) {
-  std::vector<std::vector<int>> out;
-  size_t a = 0;
-  while (a <= s.size()) {
-    size_t b = s.find(',', a);
-    if (b == std::string::npos) b = s.size();
-    const std::string item = s.substr(a, b - a);
-    a = b + 1;
-    const auto dash = item.find('-');
-    try {
-      size_t used = 0;
-      const int lo = std::stoi(item, &used);
-      int hi = lo;
-      if (dash != std::string::npos) {
-        if (used != dash) throw std::invalid_argument(item);
-        hi = std::stoi(item.substr(dash + 1), &used);
-        if (used != item.size() - dash - 1) throw std::invalid_argument(item);
-      } else if (used != item.size()) {
-        throw std::invalid_argument(item);
-      }
-      if (lo < 0 || hi < lo) throw std::invalid_argument(item);
-      std::vector<int> st;
-      for (int i = lo; i <= hi; ++i) st.push_back(i);
-      out.push_back(st);
-    } catch (const std::exception&) {
-      throw InputError({}, "--stacks", "expected auto, first or Einsum index ranges like \"0-10,11-21\", got '" + item + "'");
-    }
-  }
-  return out;
-}
-
 // The weight memory of the cores that run MAC layers (Stream's stack rule): the smallest, over
 // those cores, outermost on-chip level that may keep weights.
 int64_t weight_capacity_bits(const Architecture& a) {
@@ -156,10 +124,8 @@ ScheduleRun run_schedule(const ScheduleSpec& spec, TileCostCache* cache) {
   tiling.layers = stream_tiling(w, inter_parts);
   if (o->mode == "lbl") {
     tiling.stacks = layer_stacks_lbl(w);
-  } else if (o->stacks == "auto" || o->stacks == "first") {
-    tiling.stacks = layer_stacks_auto(w, weight_capacity_bits(arch), o->stacks == "first");
   } else {
-    tiling.stacks = layer_stacks_manual(w, parse_stacks(o->stacks));
+    tiling.stacks = layer_stacks(w, parse_stack_spec(o->stacks, "--stacks"), weight_capacity_bits(arch));
   }
   run.graph = build_tile_graph(w, tiling);
   const TileGraph& g = run.graph;

@@ -23,7 +23,7 @@ namespace mapfuse::cli {
 struct ScheduleSpec {
   std::string arch, workload;           // preset or TOML; ONNX or any workload spec
   std::string mode = "fused";           // fused | lbl
-  std::string stacks = "auto";          // auto | first | "0-10,11-21"
+  std::string stacks = "auto";          // auto | auto:F | first | "0-10,11-21" (StackSpec)
   std::string granularity = "stream:4";
   std::string allocation;               // an allocation file, greedy, ga or waco
   GaOptions ga;                         // --allocation ga

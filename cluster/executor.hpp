@@ -46,7 +46,8 @@ struct RunReport {
 
 const char* to_string(RunStatus s);
 
-// Calls fn(unit) and never throws: an exception becomes a Failed result with its message. Sets
+// Calls fn(unit) and never throws: an exception becomes a Failed result with its message (a fault
+// that kills the process prints the unit's id and label to stderr first). Sets
 // unit_id/kind/label from the unit, rank, and wall_seconds (measured around the call).
 UnitResult run_unit_guarded(const UnitFunction& fn, const WorkUnit& unit, int rank);
 

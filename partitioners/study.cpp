@@ -16,6 +16,7 @@
 #include "engine/cost/fusion_group.hpp"
 #include "engine/search/get/gnn/dataset.hpp"
 #include "engine/search/get/partition.hpp"
+#include "engine/workload/tiles.hpp"
 #include "engine/common/error.hpp"
 #include "engine/common/toml_reader.hpp"
 
@@ -259,7 +260,9 @@ StudySchedule parse_schedule(TomlReader& g, const toml::table& raw, const std::f
   e.method = g.opt_str("method").value_or(schedule_method(e));
   if (e.method.empty() || e.method.find_first_of(" \t/") != std::string::npos)
     g.fail("method", "'" + e.method + "' cannot name a method in unit labels (no spaces or slashes)");
-  e.stacks = g.opt_str("stacks").value_or(e.stacks);
+  e.stacks_swept = g.has("stacks") && raw["stacks"].is_array();
+  e.stacks = strings(g, raw, "stacks", e.stacks);
+  for (const std::string& v : e.stacks) check_name(g, "stacks", v, [](const std::string& x) { return parse_stack_spec(x); });
   e.granularity = g.opt_str("granularity").value_or(e.granularity);
   e.tile_costs = resolve(g.opt_str("tile_costs").value_or(""));
   if (!e.tile_costs.empty() && !std::filesystem::exists(e.tile_costs))
@@ -688,10 +691,13 @@ std::vector<WorkUnit> partition_schedule_study(const Study& s) {
     for (const std::string& w : e.workloads)
       for (const std::string& a : e.architectures)
         for (const std::string& mode : e.modes)
+          // Cut points matter to fused units only: lbl runs once, with the first value.
+          for (size_t si = 0; si < (mode == "fused" ? e.stacks.size() : 1); ++si)
           for (uint64_t seed : e.searched() ? e.seeds : std::vector<uint64_t>{0}) {
+            const std::string& stacks = e.stacks[si];
             nlohmann::json p = {{"workload", w},           {"arch", a},
                                 {"mode", mode},            {"allocation", e.allocation},
-                                {"stacks", e.stacks},      {"granularity", e.granularity},
+                                {"stacks", stacks},        {"granularity", e.granularity},
                                 {"tile_costs", e.tile_costs}, {"semantics", e.semantics},
                                 {"fold_unary", e.fold_unary}};
             // Only what changes the result enters the payload (and so the id): the searches' knobs.
@@ -709,12 +715,14 @@ std::vector<WorkUnit> partition_schedule_study(const Study& s) {
             u.id = stable_id(u.kind + "\n" + u.payload);
             if (!ids.insert(u.id).second) continue;
             const std::optional<uint64_t> useed = e.searched() ? std::optional<uint64_t>(seed) : std::nullopt;
-            u.label = schedule_label(w, mode, a, e.method, useed);
+            const bool swept = e.stacks_swept && mode == "fused";
+            u.label = schedule_label(w, swept ? "fused " + stacks : mode, a, e.method, useed);
             u.columns = {UnitColumn::of_text("workload", w), UnitColumn::of_text("arch", a),
                          UnitColumn::of_text("method", e.method), UnitColumn::of_text("mode", mode),
                          UnitColumn::of_text("allocation", e.allocation),
                          UnitColumn::of_text("tile_costs", e.tile_costs.empty() ? "mapper" : e.tile_costs)};
             if (useed) u.columns.push_back(UnitColumn::of_integer("seed", int64_t(seed)));
+            if (e.stacks_swept) u.columns.push_back(UnitColumn::of_text("stacks", mode == "fused" ? stacks : "lbl"));
             // fused: one CT per row, more keys to map; a search costs every capable core.
             u.cost_hint = (mode == "fused" ? 10.0 : 1.0) * (e.searched() ? 4.0 : 1.0);
             units.push_back(std::move(u));

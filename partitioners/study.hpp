@@ -154,7 +154,10 @@ struct StudySchedule {
   std::vector<std::string> modes = {"fused"};  // fused, lbl
   std::string allocation = "greedy";        // greedy, ga, waco or an allocation file
   std::string method;                       // the allocation's name in labels and tables (schedule_method)
-  std::string stacks = "auto";              // auto, first, "0-10,11-21" (fused)
+  // Fused stacks (StackSpec: auto, auto:F, first, "0-10,11-21"). An array sweeps the cut points:
+  // one fused unit per value (a "stacks" column, the value in the label); lbl units run once.
+  std::vector<std::string> stacks = {"auto"};
+  bool stacks_swept = false;
   std::string granularity = "stream:4";
   std::string tile_costs;                   // a table or Stream dump folder; "" = mapfuse's mapper
   std::string semantics = "stream";

@@ -376,8 +376,11 @@ std::vector<ScheduleCell> schedule_cells(const StudyFile& s) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, size_t> at;
   for (const UnitResult& r : s.results) {
     if (r.kind != "schedule") continue;
-    const auto key = std::make_tuple(stem_of(column_text(r, "workload")), stem_of(column_text(r, "arch")),
-                                     column_text(r, "mode"), column_text(r, "method"));
+    // A study that sweeps cut points names them in the mode: each (stacks, mode) is a point of its own.
+    std::string mode = column_text(r, "mode");
+    if (const std::string stacks = column_text(r, "stacks"); !stacks.empty() && mode == "fused") mode += " " + stacks;
+    const auto key = std::make_tuple(stem_of(column_text(r, "workload")), stem_of(column_text(r, "arch")), mode,
+                                     column_text(r, "method"));
     auto [it, fresh] = at.emplace(key, cells.size());
     if (fresh) cells.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::get<3>(key), {}, 0});
     ScheduleCell& c = cells[it->second];
@@ -460,7 +463,7 @@ std::string schedule_arch_markdown(const StudyFile& s) {
   std::string rule = "|---|---|---|";
   for (const std::string& a : archs) out += " " + a + " |", rule += "---|";
   out += " best architecture | best EDP |\n" + rule + "---|---|\n";
-  std::string best_rows = "## Best architecture per workload (least EDP over modes and methods)\n\n"
+  std::string best_rows = "## Best architecture per workload (least EDP over modes, stacks and methods)\n\n"
                           "| workload | architecture | mode | method | EDP | latency (cc) | energy (pJ) |\n|---|---|---|---|---|---|---|\n";
   std::map<std::string, std::pair<const ScheduleCell*, const UnitResult*>> per_workload;
   std::vector<std::string> workload_order;

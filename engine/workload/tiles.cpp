@@ -1,6 +1,7 @@
 #include "engine/workload/tiles.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -169,6 +170,72 @@ std::vector<std::vector<int>> layer_stacks_auto(const Workload& w, int64_t weigh
   }
   if (!cur.empty()) out.push_back(std::move(cur));
   return out;
+}
+
+StackSpec parse_stack_spec(const std::string& text, const std::string& key) {
+  const std::string forms =
+      "auto, auto:F (F > 0 times the cores' weight memory), first, or Einsum index ranges like \"0-10,11-21\"";
+  StackSpec spec;
+  if (text == "auto") return spec;
+  if (text == "first") {
+    spec.kind = StackSpec::Kind::First;
+    return spec;
+  }
+  if (text.rfind("auto:", 0) == 0) {
+    const std::string f = text.substr(5);
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(f, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (f.empty() || used != f.size() || !(v > 0) || !std::isfinite(v))
+      throw InputError({}, key, fmt::format("'{}': the factor of auto:F must be a number > 0; expected {}", text, forms));
+    spec.capacity_scale = v;
+    return spec;
+  }
+  spec.kind = StackSpec::Kind::Ranges;
+  size_t a = 0;
+  while (a <= text.size()) {
+    size_t b = text.find(',', a);
+    if (b == std::string::npos) b = text.size();
+    const std::string item = text.substr(a, b - a);
+    a = b + 1;
+    const auto dash = item.find('-');
+    try {
+      size_t used = 0;
+      const int lo = std::stoi(item, &used);
+      int hi = lo;
+      if (dash != std::string::npos) {
+        if (used != dash) throw std::invalid_argument(item);
+        hi = std::stoi(item.substr(dash + 1), &used);
+        if (used != item.size() - dash - 1) throw std::invalid_argument(item);
+      } else if (used != item.size()) {
+        throw std::invalid_argument(item);
+      }
+      if (lo < 0 || hi < lo) throw std::invalid_argument(item);
+      std::vector<int> st;
+      for (int i = lo; i <= hi; ++i) st.push_back(i);
+      spec.ranges.push_back(std::move(st));
+    } catch (const std::exception&) {
+      throw InputError({}, key, fmt::format("'{}' in '{}'; expected {}", item, text, forms));
+    }
+  }
+  return spec;
+}
+
+std::vector<std::vector<int>> layer_stacks(const Workload& w, const StackSpec& spec, int64_t weight_capacity_bits) {
+  switch (spec.kind) {
+    case StackSpec::Kind::Ranges: return layer_stacks_manual(w, spec.ranges);
+    case StackSpec::Kind::First: return layer_stacks_auto(w, weight_capacity_bits, true);
+    case StackSpec::Kind::Auto: break;
+  }
+  if (weight_capacity_bits <= 0 || spec.capacity_scale == 1) return layer_stacks_auto(w, weight_capacity_bits, false);
+  // A factor so small that no weight fits still cuts before every weighted layer (at least 1 bit).
+  const double scaled = std::round(double(weight_capacity_bits) * spec.capacity_scale);
+  const int64_t cap = scaled >= 9.2e18 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(1, int64_t(scaled));
+  return layer_stacks_auto(w, cap, false);
 }
 
 std::vector<std::vector<int64_t>> tensor_bounds(const Workload& w) {

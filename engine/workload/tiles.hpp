@@ -85,6 +85,20 @@ std::vector<std::vector<int>> layer_stacks_manual(const Workload& w,
 // (get_layer_stacks_fused_single): only the first such stack is fused, the rest run layer by layer.
 std::vector<std::vector<int>> layer_stacks_auto(const Workload& w, int64_t weight_capacity_bits,
                                                 bool only_first = false);
+// How a study or `--stacks` names a fused workload's stacks, parsed once and applied per workload
+// and architecture: "auto" (Stream's rule at the cores' weight memory), "auto:F" (the same rule at
+// F times it: F < 1 cuts more, smaller stacks; F > 1 lets a stack's weights spread over several
+// cores, as WACO's per-core weight rows allow), "first" (Stream classic's default) or Einsum index
+// ranges "0-10,11-21" (layer_stacks_manual). A joint exploration sweeps these cut points.
+struct StackSpec {
+  enum class Kind { Auto, First, Ranges };
+  Kind kind = Kind::Auto;
+  double capacity_scale = 1;              // auto:F
+  std::vector<std::vector<int>> ranges;   // Ranges
+};
+// Throws InputError (at `key`) naming the accepted forms.
+StackSpec parse_stack_spec(const std::string& text, const std::string& key = "stacks");
+std::vector<std::vector<int>> layer_stacks(const Workload& w, const StackSpec& spec, int64_t weight_capacity_bits);
 // Constant weight bits of one Einsum (as layer_stacks_auto counts them).
 int64_t weight_bits(const Workload& w, int einsum);
 

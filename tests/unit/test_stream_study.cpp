@@ -227,12 +227,83 @@ TEST_CASE("stream study: the report's tables per method and per architecture") {
   CHECK(schedule_arch_markdown(one).empty());
 }
 
-TEST_CASE("stream study: the Fig. 13-16 studies parse, their systems load, and they cut into the units described") {
+TEST_CASE("stream study: an array of stacks sweeps the cut points (a joint exploration), lbl runs once") {
+  const std::string text = R"(name = "joint"
+[[schedule]]
+workloads = ["resnet18.onnx"]
+architectures = ["stream_t3_4c_4ws", "stream_t3_4c_2ws"]
+modes = ["fused", "lbl"]
+allocation = "waco"
+stacks = ["auto", "auto:0.5", "auto:2"]
+[[schedule]]
+workloads = ["resnet18.onnx"]
+architectures = ["stream_t3_4c_4ws"]
+allocation = "waco"
+stacks = "auto:0.5"
+)";
+  const Study s = parse_study(text, "joint.toml");
+  REQUIRE(s.schedule.size() == 2);
+  CHECK(s.schedule[0].stacks_swept);
+  CHECK(s.schedule[0].stacks == std::vector<std::string>{"auto", "auto:0.5", "auto:2"});
+  CHECK_FALSE(s.schedule[1].stacks_swept);
+  const std::vector<WorkUnit> units = partition_study(s, &no_layers);
+  // 2 archs x (3 fused cut points + 1 lbl); the second entry's unit equals the sweep's auto:0.5 on
+  // 4c_4ws in payload, so it runs once.
+  REQUIRE(units.size() == 2 * (3 + 1));
+  std::set<std::string> ids, labels;
+  std::map<std::string, int> by_stacks;
+  for (const WorkUnit& u : units) {
+    CHECK(ids.insert(u.id).second);
+    CHECK(labels.insert(u.label).second);
+    ++by_stacks[column(u, "stacks").text];
+    const nlohmann::json p = nlohmann::json::parse(u.payload);
+    if (column(u, "mode").text == "lbl") CHECK(p.at("stacks") == "auto");
+    else CHECK(p.at("stacks") == column(u, "stacks").text);
+  }
+  CHECK(by_stacks == std::map<std::string, int>{{"auto", 2}, {"auto:0.5", 2}, {"auto:2", 2}, {"lbl", 2}});
+  CHECK(labels.count("schedule resnet18 fused auto:0.5 @ stream_t3_4c_2ws waco seed 1"));
+  CHECK(labels.count("schedule resnet18 lbl @ stream_t3_4c_2ws waco seed 1"));
+  // A single string stays a plain entry: same payload keys, no column, the label of before.
+  const std::vector<WorkUnit> plain = partition_study(parse_study(kStudy, "fig13.toml"), &no_layers);
+  CHECK(find_column(plain.back().columns, "stacks") == nullptr);
+  CHECK(nlohmann::json::parse(plain.back().payload).at("stacks") == "auto");
+  // A bad value names the key and the accepted forms.
+  try {
+    (void)parse_study(test::replace_once(text, "\"auto:2\"]", "\"auto:0\"]"), "joint.toml");
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(e.key() == "schedule[0].stacks");
+    CHECK(std::string(e.what()).find("auto:F") != std::string::npos);
+  }
+
+  // The report: each cut point is a mode of its own, and the best point per workload is joint
+  // over architectures, cut points and methods.
+  StudyFile f;
+  f.meta.name = "joint";
+  auto with_stacks = [](UnitResult r, const std::string& stacks) {
+    r.columns.push_back(UnitColumn::of_text("stacks", stacks));
+    r.unit_id += stacks;
+    return r;
+  };
+  f.results = {with_stacks(done("resnet18", "stream_t3_4c_4ws", "fused", "waco", 10, 10, 1.0, 1), "auto"),
+               with_stacks(done("resnet18", "stream_t3_4c_4ws", "fused", "waco", 8, 10, 1.0, 1), "auto:0.5"),
+               with_stacks(done("resnet18", "stream_t3_4c_2ws", "fused", "waco", 9, 10, 1.0, 1), "auto"),
+               with_stacks(done("resnet18", "stream_t3_4c_2ws", "fused", "waco", 7, 10, 1.0, 1), "auto:2"),
+               with_stacks(done("resnet18", "stream_t3_4c_2ws", "lbl", "waco", 30, 10, 1.0, 1), "lbl")};
+  const std::string a = schedule_arch_markdown(f);
+  CHECK_MESSAGE(a.find("| resnet18 | fused auto | waco | **90** | 100 | stream_t3_4c_2ws | 90 |") != std::string::npos, a);
+  CHECK_MESSAGE(a.find("| resnet18 | fused auto:0.5 | waco | - | **80** | stream_t3_4c_4ws | 80 |") != std::string::npos, a);
+  CHECK_MESSAGE(a.find("| resnet18 | lbl | waco | **300** | - | stream_t3_4c_2ws | 300 |") != std::string::npos, a);
+  CHECK_MESSAGE(a.find("| resnet18 | stream_t3_4c_2ws | fused auto:2 | waco | 70 | 7 | 10 |") != std::string::npos, a);
+}
+
+TEST_CASE("stream study: the Fig. 13-16 and joint studies parse, their systems load, and they cut into the units described") {
   // experiments/stream_fig13.toml: GA x 3 seeds twice (K in four groups and not split), WACO p = 1 x 3, WACO x 3, greedy; Fig. 14: 3
   // workloads x 2 modes; Fig. 15: 5 x 19 systems x 2 (ResNet-18, FSRCNN, MobileNetV2, Xception, MobileBERT);
-  // Fig. 16: the same 5 workloads x 19 x 2 budgets x 2 modes.
+  // Fig. 16: the same 5 workloads x 19 x 2 budgets x 2 modes; the joint exploration: 3 workloads x
+  // 5 quad-core systems x (5 cut points fused + layer by layer).
   const std::vector<std::pair<std::string, size_t>> studies = {
-      {"stream_fig13", 13}, {"stream_fig14", 6}, {"stream_fig15", 190}, {"stream_fig16", 380}};
+      {"stream_fig13", 13}, {"stream_fig14", 6}, {"stream_fig15", 190}, {"stream_fig16", 380}, {"stream_joint", 90}};
   for (const auto& [name, count] : studies) {
     CAPTURE(name);
     const Study s = load_study(test::source_dir("experiments/" + name + ".toml"));

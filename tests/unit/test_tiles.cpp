@@ -322,6 +322,27 @@ TEST_CASE("tiles: layer stacks (manual, automatic, errors)") {
   CHECK(layer_stacks_auto(w, 192) == std::vector<std::vector<int>>{{0, 1}, {2, 3}});
   CHECK(layer_stacks_auto(w, 192, true) == std::vector<std::vector<int>>{{0, 1}, {2}, {3}});
   CHECK(layer_stacks_auto(w, 100) == std::vector<std::vector<int>>{{0, 1}, {2}, {3}});
+  // The cut points a study sweeps (StackSpec): auto:F applies the same rule at F x the capacity.
+  using Stacks = std::vector<std::vector<int>>;
+  CHECK(layer_stacks(w, parse_stack_spec("auto"), 224) == Stacks{{0, 1, 2}, {3}});
+  CHECK(layer_stacks(w, parse_stack_spec("auto:0.5"), 384) == Stacks{{0, 1}, {2, 3}});
+  CHECK(layer_stacks(w, parse_stack_spec("auto:2"), 112) == Stacks{{0, 1, 2}, {3}});
+  CHECK(layer_stacks(w, parse_stack_spec("auto:1.5"), 128) == Stacks{{0, 1}, {2, 3}});
+  CHECK(layer_stacks(w, parse_stack_spec("auto:100"), 224) == Stacks{{0, 1, 2, 3}});
+  CHECK(layer_stacks(w, parse_stack_spec("auto:1e-9"), 224) == Stacks{{0}, {1}, {2}, {3}});
+  CHECK(layer_stacks(w, parse_stack_spec("first"), 192) == Stacks{{0, 1}, {2}, {3}});
+  CHECK(layer_stacks(w, parse_stack_spec("1-2"), 192) == Stacks{{0}, {1, 2}, {3}});
+  CHECK(layer_stacks(w, parse_stack_spec("0,1-3"), 192) == Stacks{{0}, {1, 2, 3}});
+  for (const char* bad : {"auto:0", "auto:-1", "auto:", "auto:1x", "auto:nan", "Auto", "2-1", "a-b", "1,"}) {
+    CAPTURE(bad);
+    try {
+      (void)parse_stack_spec(bad, "stacks");
+      FAIL("expected an InputError");
+    } catch (const InputError& e) {
+      CHECK(e.key() == "stacks");
+      CHECK(std::string(e.what()).find("auto:F") != std::string::npos);
+    }
+  }
   auto msg = [&](const std::vector<std::vector<int>>& s) {
     try {
       layer_stacks_manual(w, s);
