@@ -231,7 +231,7 @@ nlohmann::json waco_json(const WacoResult& r, const Workload& w) {
                            {"seconds", x.seconds},                  {"optimal", x.optimal}, {"fallback", x.fallback},
                            {"objective_cc", x.objective},           {"bound_cc", x.bound},
                            {"start_cc", x.start},                   {"time_limited", x.time_limited},
-                           {"node_limited", x.node_limited},
+                           {"node_limited", x.node_limited},        {"rejected", x.rejected},
                            {"gap", x.gap},                          {"parallelism", layers}});
   }
   return j;

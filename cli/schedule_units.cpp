@@ -139,12 +139,15 @@ UnitResult run_schedule_unit(const WorkUnit& unit, TileCostCache* tile_cache) {
   }
   if (run.waco) {
     const WacoResult& wr = *run.waco;
-    double gap = 0, optimal = 0, time_limited = 0;
+    double gap = 0, optimal = 0, time_limited = 0, rejected = 0;
     for (const WacoStack& st : wr.stacks) {
       gap = std::max(gap, st.solution.gap);
       optimal += st.solution.optimal;
       time_limited += st.solution.time_limited;
+      rejected += st.solution.rejected;
     }
+    // CBC incumbents that broke the model, replaced by the start (solve_waco): only when it happens.
+    if (rejected > 0) metric("waco_rejected_stacks", rejected);
     // Stacks CBC left at its time limit: their allocation depends on the machine's speed.
     metric("waco_time_limited_stacks", time_limited);
     metric("waco_cost_seconds", wr.cost_seconds);

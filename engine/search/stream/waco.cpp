@@ -189,6 +189,29 @@ bool weights_fit(const WacoInstance& inst, const Allocation& a) {
   return true;
 }
 
+// Whether an allocation satisfies the model's rows: one choice per layer and its p capable cores
+// per tile, slots in range and in dependency order, one tile per core and slot (Eq. 1), weights
+// (Eq. 5). What CBC returns is checked with it before use.
+bool allocation_valid(const WacoInstance& inst, const Allocation& a) {
+  const size_t n = inst.layer_of_tile.size();
+  if (a.slot.size() != n || a.cores.size() != n || a.choice.size() != inst.choices.size()) return false;
+  for (size_t l = 0; l < a.choice.size(); ++l)
+    if (a.choice[l] < 0 || size_t(a.choice[l]) >= inst.choices[l].size()) return false;
+  std::set<std::pair<int, int>> core_slot;
+  for (size_t i = 0; i < n; ++i) {
+    const int l = inst.layer_of_tile[i], k = a.choice[size_t(l)];
+    if (a.slot[i] < 0 || size_t(a.slot[i]) >= n) return false;
+    if (int(a.cores[i].size()) != inst.choices[size_t(l)][size_t(k)]) return false;
+    for (int j : a.cores[i])
+      if (j < 0 || j >= inst.cores || !std::isfinite(inst.latency[i][size_t(j)][size_t(k)]) ||
+          !core_slot.insert({j, a.slot[i]}).second)
+        return false;
+  }
+  for (const auto& [i, i2] : inst.deps)
+    if (a.slot[size_t(i)] >= a.slot[size_t(i2)]) return false;
+  return weights_fit(inst, a);
+}
+
 // Local search from a feasible allocation, slots kept: per layer each parallelism with its tiles
 // on their fastest cores, and per tile each window of p consecutive capable cores (every start)
 // and its p fastest; the first move that lowers Eq. 12, or keeps it and uses fewer cores, and fits
@@ -698,6 +721,18 @@ WacoSolution solve_waco(const WacoInstance& inst, const WacoOptions& opt, const 
     // What CBC returns, polished by the same local search as its start (slots kept): a stopped
     // solve may gain, an optimal one only drops cores that do not shorten its slots.
     Allocation a{sol.slot, sol.cores, sol.choice};
+    if (!allocation_valid(inst, a)) {
+      // An incumbent that breaks the model's rows is not used: the start, which CBC was to improve
+      // on, is. (A guard: a tile without cores once reached the unroll below in a Fig. 16 unit
+      // under a binding time limit, and that run could not be reproduced.)
+      if (start_col.empty())
+        throw std::logic_error(fmt::format("WACO: CBC returned an allocation of {} that breaks the model, and no "
+                                           "heuristic allocation fits", what));
+      a = start;
+      sol.slot = start.slot;
+      sol.optimal = false;
+      sol.rejected = true;
+    }
     improve_allocation(inst, a);
     sol.cores = std::move(a.cores);
     sol.choice = std::move(a.choice);
@@ -924,7 +959,12 @@ WacoResult waco_allocate(const Workload& w, const std::vector<std::vector<int>>&
     const int nl = int(subs.size());
     const int row = tile.sub_id / ts.layer_groups[l];
     const int k = ((row - subs.front()) % nl + nl) % nl;
-    res.core_of_tile[t] = steady_cores[l][size_t(k)][size_t(tile.group)];
+    const std::vector<int>& on = steady_cores[l][size_t(k)];
+    if (tile.group < 0 || size_t(tile.group) >= on.size())
+      throw std::logic_error(fmt::format("WACO: layer '{}' runs its steady tile {} on {} cores, but the unrolled "
+                                         "tiling has group {} (p = {})", w.einsums[l].name, k, on.size(), tile.group,
+                                         res.parallelism[l]));
+    res.core_of_tile[t] = on[size_t(tile.group)];
   }
   return res;
 }

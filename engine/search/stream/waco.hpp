@@ -55,6 +55,8 @@ struct WacoSolution {
                                       // per slot in a topological order, each layer split as far as
                                       // allowed over its fastest cores). With the start handed to CBC
                                       // this happens only when the greedy one does not fit either.
+  bool rejected = false;              // CBC's incumbent broke the model's rows (allocation_valid): the
+                                      // start was used instead (not seen in the tests; a guard)
   double objective = 0;               // lat of Eq. 12, in cycles
   double bound = 0;                   // the best lower bound: CBC's, or N x the total work over the
                                       // cores where that is higher (CBC's root LP stopped by the limit)
