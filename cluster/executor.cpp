@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <iterator>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -44,18 +45,29 @@ extern "C" void mapfuse_crash_handler(int sig) {
   // Back to the handler before ours; returning re-runs the faulting instruction (or abort()
   // raises again), which reaches it.
   for (std::size_t i = 0; i < std::size(kCrashSignals); ++i)
-    if (kCrashSignals[i] == sig) sigaction(sig, &g_crash_old[i], nullptr);
+    if (kCrashSignals[i] == sig) {
+      struct sigaction back = g_crash_old[i];
+      if (!(back.sa_flags & SA_SIGINFO) && back.sa_handler == mapfuse_crash_handler) back.sa_handler = SIG_DFL;
+      sigaction(sig, &back, nullptr);
+    }
 }
 
+bool is_ours(const struct sigaction& a) { return !(a.sa_flags & SA_SIGINFO) && a.sa_handler == mapfuse_crash_handler; }
+
+// Before each unit, since whatever runs between units (MPI_Init, a test framework) may have put
+// its own handler in place; that one becomes the handler ours passes on to.
 void install_crash_handler() {
-  static const bool once = [] {
+  static std::mutex m;
+  const std::lock_guard<std::mutex> lock(m);
+  for (std::size_t i = 0; i < std::size(kCrashSignals); ++i) {
+    struct sigaction cur {};
+    sigaction(kCrashSignals[i], nullptr, &cur);
+    if (is_ours(cur)) continue;
     struct sigaction sa {};
     sa.sa_handler = mapfuse_crash_handler;
     sigemptyset(&sa.sa_mask);
-    for (std::size_t i = 0; i < std::size(kCrashSignals); ++i) sigaction(kCrashSignals[i], &sa, &g_crash_old[i]);
-    return true;
-  }();
-  (void)once;
+    sigaction(kCrashSignals[i], &sa, &g_crash_old[i]);
+  }
 }
 
 // While alive, the thread's crash report names `unit`.

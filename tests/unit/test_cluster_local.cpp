@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -133,6 +136,39 @@ TEST_CASE("cluster: exceptions from the unit function become Failed results with
       CHECK(r.message.empty());
     }
   }
+}
+
+TEST_CASE("cluster: a unit that crashes its process is named on stderr before it dies") {
+  // In a child process (the crash kills it): its stderr goes to a pipe the test reads.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    dup2(fds[1], 2);
+    WorkUnit u;
+    u.kind = "test";
+    u.id = "c0ffee";
+    u.label = "schedule crashy fused @ somewhere";
+    (void)run_unit_guarded([](const WorkUnit&) -> UnitResult {
+      ::raise(SIGSEGV);  // the handler writes, restores the handler before it and returns here
+      ::_exit(7);
+    }, u, 0);
+    ::_exit(9);
+  }
+  close(fds[1]);
+  std::string err;
+  char buf[512];
+  for (ssize_t k; (k = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(k));
+  close(fds[0]);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK_MESSAGE(err.find("mapfuse: crashed while running unit c0ffee 'schedule crashy fused @ somewhere'") !=
+                    std::string::npos,
+                err);
+  // Outside a unit, nothing is written.
+  CHECK(err.find("crashed while running") == err.rfind("crashed while running"));
 }
 
 TEST_CASE("cluster: local executor starts the largest cost hint first") {
