@@ -138,8 +138,10 @@ TEST_CASE("cluster: exceptions from the unit function become Failed results with
   }
 }
 
-TEST_CASE("cluster: a unit that crashes its process is named on stderr before it dies") {
-  // In a child process (the crash kills it): its stderr goes to a pipe the test reads.
+namespace {
+// Runs `body` in a child process (a crash kills it) and returns what it wrote to stderr.
+template <class Body>
+std::string child_stderr(Body body) {
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   const pid_t pid = fork();
@@ -147,14 +149,7 @@ TEST_CASE("cluster: a unit that crashes its process is named on stderr before it
   if (pid == 0) {
     close(fds[0]);
     dup2(fds[1], 2);
-    WorkUnit u;
-    u.kind = "test";
-    u.id = "c0ffee";
-    u.label = "schedule crashy fused @ somewhere";
-    (void)run_unit_guarded([](const WorkUnit&) -> UnitResult {
-      ::raise(SIGSEGV);  // the handler writes, restores the handler before it and returns here
-      ::_exit(7);
-    }, u, 0);
+    body();
     ::_exit(9);
   }
   close(fds[1]);
@@ -164,11 +159,31 @@ TEST_CASE("cluster: a unit that crashes its process is named on stderr before it
   close(fds[0]);
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
-  CHECK_MESSAGE(err.find("mapfuse: crashed while running unit c0ffee 'schedule crashy fused @ somewhere'") !=
+  return err;
+}
+}  // namespace
+
+TEST_CASE("cluster: a unit that crashes its process is named on stderr before it dies") {
+  WorkUnit u;
+  u.kind = "test";
+  u.id = "c0ffee";
+  u.label = "schedule crashy fused @ somewhere";
+  const std::string crashed = child_stderr([&] {
+    (void)run_unit_guarded([](const WorkUnit&) -> UnitResult {
+      ::raise(SIGSEGV);  // the handler writes, restores the handler before it and returns here
+      ::_exit(7);
+    }, u, 0);
+  });
+  CHECK_MESSAGE(crashed.find("mapfuse: crashed while running unit c0ffee 'schedule crashy fused @ somewhere'") !=
                     std::string::npos,
-                err);
-  // Outside a unit, nothing is written.
-  CHECK(err.find("crashed while running") == err.rfind("crashed while running"));
+                crashed);
+  // After the unit has finished, a crash names no unit.
+  const std::string after = child_stderr([&] {
+    (void)run_unit_guarded([](const WorkUnit&) { return UnitResult{}; }, u, 0);
+    ::raise(SIGSEGV);
+    ::_exit(7);
+  });
+  CHECK_MESSAGE(after.find("crashed while running") == std::string::npos, after);
 }
 
 TEST_CASE("cluster: local executor starts the largest cost hint first") {
