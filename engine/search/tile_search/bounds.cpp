@@ -102,7 +102,7 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   return best;
 }
 
-double TileSearch::via_parent_energy(int below, int t, double words, const KeepSets* ks) const {
+double TileSearch::via_parent_energy(int below, int t, double words, const KeepSets* ks, double reads) const {
   const KeepSets& k = ks ? *ks : keep_sets_;
   // The next level above `below` keeping t takes `words` (reads of an input's fills, updates of
   // the output's drains). If it is the top, at the top's price; if a level between, at its own,
@@ -117,7 +117,7 @@ double TileSearch::via_parent_energy(int below, int t, double words, const KeepS
   for (int m = below + 1; m < L; ++m) {
     if (!(k.may[m] >> t & 1)) continue;
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
-    const double own = words * (out ? lv.update_pj : lv.read_pj);
+    const double own = words * (out ? lv.update_pj : lv.read_pj) + reads * lv.read_pj;
     best = std::min(best, m == L - 1 ? own : !top_backs ? own : own + values * top_pj + (out ? 0.0 : values * lv.write_pj));
     if (k.must[m] >> t & 1) break;
   }
@@ -205,12 +205,19 @@ double TileSearch::relevant_spread(const LevelSummary* sums, int from, int to, i
 
 double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
                                  const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
-                                 double* wr, double* up, const KeepSets& ks) const {
+                                 const double* inst_reducing, double* rd, double* wr, double* up, double* down,
+                                 const KeepSets& ks) const {
   // Every level below the top keeping the output sends each tile it holds up to the next level
   // keeping it whenever the tile moves: the parent's updates are the child's fills (before the
   // first-update discount, which applies to the child's own fills) times the distinct tiles of
   // the spatial loops between them and the parent's instances; with every dimension one rank, the
   // fills are plain_tile_moves. At least the output's volume reaches the parent.
+  // A tile that comes back holds partial sums: the model fills the child with all but the first
+  // visit of each value (per instance starting its own partial sums, model.cpp) and the parent
+  // reads all but the first of its updates. Both discounts are at most the volume times the
+  // instances that split ranks the output does not index (inst_reducing: at level l and above,
+  // all the fan-outs above l). This is the round trip of partial sums that a reduction loop
+  // outside an output loop above the keeper costs.
   const int t = plan_.output;
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   for (int d = 0; d < pt.n_dims; ++d)
@@ -225,15 +232,23 @@ double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* 
     // Backed on chip: drained only to a chosen parent below the top (else k may be the backing).
     if ((spec_.onchip_backing >> t & 1) && (parent > kept_to || parent == L - 1)) break;
     const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
+    const double refills = std::max(0.0, each * inst_least[k] - volume * inst_reducing[k]);
+    pj += refills * plan_.levels[static_cast<size_t>(k)].write_pj;
+    wr[k] += refills;
     if (parent <= kept_to) {
       const double updates = std::max(volume, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent]);
-      pj += updates * plan_.levels[static_cast<size_t>(parent)].update_pj;
+      const double reads = std::max(0.0, updates - volume * inst_reducing[parent]);
+      pj += updates * plan_.levels[static_cast<size_t>(parent)].update_pj +
+            reads * plan_.levels[static_cast<size_t>(parent)].read_pj;
       wr[parent] += updates;
+      rd[parent] += reads;
     } else {
       const double updates = std::max(volume, each * relevant_spread(sums, k + 1, l, t));
+      const double reads = std::max(0.0, updates - volume * inst_reducing[l]);
       // As for inputs (scalar_bounds): the top takes every output value at least once.
-      pj += via_parent_energy(kept_to, t, updates, &ks);
+      pj += via_parent_energy(kept_to, t, updates, &ks, reads);
       *up = updates;
+      *down = reads;
     }
   }
   return pj;
@@ -653,9 +668,10 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
     out.served += reads * lv.read_pj;
     out.rd[m] += reads;
     out.wr[m] += words;
-    double up = 0;
-    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.inst_least, out.wr, &up, ks);
-    if (f.top_open && only_top_above() && !backed) top_words = std::max(top_words, up);
+    double up = 0, down = 0;
+    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.inst_least, f.inst_reducing, out.rd,
+                               out.wr, &up, &down, ks);
+    if (f.top_open && only_top_above() && !backed) top_words = std::max(top_words, up), out.top_rd += down;
     out.top_wr += top_words;
     return;
   }

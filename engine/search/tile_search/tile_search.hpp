@@ -225,8 +225,8 @@ class TileSearch {
                           bool compulsory, const KeepSets* ks = nullptr) const;
   // The least energy of `words` accesses (an input's fill reads, the output's drain updates) at
   // the next level above `below` keeping tensor t, with the top's access of each value and the
-  // fill of a level between.
-  double via_parent_energy(int below, int t, double words, const KeepSets* ks = nullptr) const;
+  // fill of a level between; for the output, besides, `reads` of partial sums sent back down.
+  double via_parent_energy(int below, int t, double words, const KeepSets* ks = nullptr, double reads = 0) const;
   // Whole cycles level l needs to read r and write w words per instance, at least.
   double bandwidth_cycles(int l, double r, double w) const;
   void scalar_bounds(const LevelChoice* chosen, int l, const std::array<int64_t, kMaxRanks>& rest,
@@ -288,9 +288,12 @@ class TileSearch {
   // The most instances the spatial factors of the levels above l can spread ranks `ranks` over,
   // with `rest` left of every rank (at most fanout_above[l]).
   double spread_above(int l, const std::array<int64_t, kMaxRanks>& rest, uint32_t ranks) const;
+  // Besides the drains, each partial sum sent back down (the child's fills after the first-update
+  // discount, and the parent's reads of them: `rd`, and `down` for an unchosen top).
   double output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
-                       const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least, double* wr,
-                       double* up, const KeepSets& ks) const;
+                       const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
+                       const double* inst_reducing, double* rd, double* wr, double* up, double* down,
+                       const KeepSets& ks) const;
 
   // scalar_bounds in parts: what the kept sets do not change (bound_frame), each tensor's terms
   // (tensor_terms, given what every level 0..l keeps: `keep_at`), and their sum turned into the
