@@ -786,6 +786,11 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
     const int L = static_cast<int>(b.c.levels.size()), R = static_cast<int>(e.ranks.size());
     int64_t checked = 0, exact_steps = 0, failed = 0, bandwidth_bound = 0, backed_mappings = 0;
     int64_t fixed_checked = 0, fixed_looser = 0;  // bounds with a level above fixed (fix_keep)
+    // The per-order bound of the lanes (serving energy + the top's traffic in the mapping's loop
+    // order, TileWorker::check_order_bound): never above the model, equal to it for some mappings.
+    int64_t order_checked = 0, order_failed = 0, order_tight = 0;
+    double closest_order = 0;
+    TileWorker order_worker;
     double closest_energy = 0;  // the largest bound / energy ratio
     double closest_cycles = 0;  // the same for cycles, where a bandwidth sets the bound
     b.on_mapping = [&](const CostResult& r) {
@@ -853,6 +858,18 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
             if (en[j] < energy * (1 - 1e-12) || cy[j] < cycles) ++fixed_looser;
           }
         }
+        if (l == L - 1 && !b.onchip) {
+          TileSearch::LevelSummary sums[kMaxLevels];
+          for (int k = 0; k <= l; ++k) search.summarize(chosen[static_cast<size_t>(k)], k, sums[k]);
+          const double serving = search.serving_energy(chosen.data(), sums);
+          double oe = 0, oc = 0;
+          if (order_worker.check_order_bound(search, flatten(*b.current), serving, oe, oc)) {
+            ++order_checked;
+            if (serving > r.energy_pj || oe > r.energy_pj || oc > r.cycles) ++order_failed;
+            order_tight += oe >= r.energy_pj * (1 - 1e-6);
+            closest_order = std::max(closest_order, oe / r.energy_pj);
+          }
+        }
         // With every level chosen, the cycle bound is at least the model's compute steps, and
         // more only where a level's bandwidth binds (then at most the model's cycles, above).
         if (l == L - 1) {
@@ -869,6 +886,13 @@ TEST_CASE("mapper: the branch-and-bound lower bounds hold for every mapping of t
                 << bandwidth_bound << " complete mappings bandwidth-bound, closest cycle bound " << closest_cycles);
     MESSAGE(e.name << ": " << checked << " bounds checked, closest energy bound " << closest_energy << "; "
                    << bandwidth_bound << " complete mappings bandwidth-bound, closest cycle bound " << closest_cycles);
+    MESSAGE(e.name << ": " << order_checked << " per-order bounds, " << order_tight << " equal to the model's energy, closest "
+                   << closest_order);
+    CHECK(order_failed == 0);
+    if (!b.onchip && e.name != "softmax") {
+      CHECK(order_checked > 100);
+      CHECK(order_tight > 0);  // the serving and top terms are exact somewhere
+    }
     CHECK(checked > 1000);
     CHECK(failed == 0);
     CHECK(fixed_checked > 100);

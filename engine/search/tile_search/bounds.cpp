@@ -12,11 +12,7 @@
 #include "engine/search/tile_search/worker_state.hpp"
 
 namespace mapfuse {
-namespace {
 
-
-// A window dimension's extent for a tile whose per-rank extents are `cum`: 1 + sum coeff * (extent
-// - 1), a box around the projections (exact for one term; for several, what the model counts).
 double window_extent(const PlanDim& dim, const double* cum) {
   double ext = 1;
   for (int i = 0; i < dim.n_terms; ++i)
@@ -24,8 +20,6 @@ double window_extent(const PlanDim& dim, const double* cum) {
       ext += static_cast<double>(term.coeff) * (cum[term.rank] - 1);
   return ext;
 }
-
-}  // namespace
 
 double TileSearch::bandwidth_cycles(int l, double r, double w) const {
   // Whole cycles level l needs to read r and write w words per instance at its bandwidths, at
@@ -35,6 +29,32 @@ double TileSearch::bandwidth_cycles(int l, double r, double w) const {
   const std::array<double, 3>& inv = inv_bw_[static_cast<size_t>(l)];
   const double time = std::max({r * inv[0], w * inv[1], (r + w) * inv[2]});
   return std::ceil(time * (1 - 1e-9));
+}
+
+double TileSearch::serving_energy(const LevelChoice* chosen, const LevelSummary* sums) const {
+  // tensor_terms' `served` with every level chosen: the innermost keeper m serves
+  // operations x its groups over the spatial factors of levels 0..m (per_op), and the output's
+  // keeper reads all but the first update of each value per instance that starts its own sums.
+  const double ops = static_cast<double>(plan_.operations);
+  double e = ops * plan_.op_pj;
+  for (int t = 0; t < T; ++t) {
+    int m = 0;
+    while (m < L && !(chosen[m].keep >> t & 1)) ++m;
+    if (m == L) continue;
+    double per_op = 1;
+    for (int k = 0; k <= m; ++k) per_op *= sums[k].per_op[t];
+    const double words = ops * per_op;
+    e += words * serve_pj[m][t];
+    if (t == plan_.output) {
+      double reducing = 1;
+      for (int k = m + 1; k < L; ++k) reducing *= sums[k].reducing;
+      const double reads = plan_.output_accumulates
+                               ? words
+                               : std::max(0.0, words - static_cast<double>(plan_.tensors[static_cast<size_t>(t)].volume) * reducing);
+      e += reads * plan_.levels[static_cast<size_t>(m)].read_pj;
+    }
+  }
+  return e * (1 - 1e-9);
 }
 
 void TileSearch::fix_keep(int m, TensorMask keep, KeepSets& out) const {
@@ -70,12 +90,11 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   const double values = out ? static_cast<double>(pt.volume) : touched_[static_cast<size_t>(t)];
   const double least = compulsory ? values * (out ? top_update_pj(t) : top_read_pj(t)) : 0;
   // A window tensor's spatial loops above l over ranks of one dimension share values the
-  // multicast groups above do not count (s + q under S and Q), so where a fan-out lies between l
-  // and the serving level its serving is not bounded here, only the accesses of every value.
+  // multicast groups do not count (s + q under S and Q): an axis that may do so (window_axes_)
+  // may share its whole fan-out; the others only what their multicast allows.
   const bool window = window_tensors_ >> t & 1;
-  bool fanned = false;
   auto cost = [&](int m, double pj) {
-    const double serving = window && fanned ? 0.0 : words * pj;
+    const double serving = words * pj;
     if (!compulsory) return serving;
     if (m == L - 1) return std::max(serving, least);
     if (!top_backs) return std::max(serving, least);  // another level may back t: no fill known
@@ -89,14 +108,19 @@ double TileSearch::serve_from_above(int l, const std::array<int64_t, kMaxRanks>&
   };
   const uint32_t others = ~static_cast<uint32_t>(pt.relevant_ranks) & ((1u << R) - 1);
   const double most = left(others);
-  double shared = 1, best = std::numeric_limits<double>::infinity();
+  double shared = 1, shared_window = 1, best = std::numeric_limits<double>::infinity();
   if (from_l && (k.may[l] >> t & 1)) best = cost(l, serve_pj[l][t]);
   for (int m = l + 1; m < L; ++m) {
     const PlanLevel& lv = plan_.levels[static_cast<size_t>(m)];
-    if (lv.multicast_x & role) shared *= std::min(static_cast<double>(lv.fanout_x), left(x_ok[m] & others));
-    if (lv.multicast_y & role) shared *= std::min(static_cast<double>(lv.fanout_y), left(y_ok[m] & others));
-    fanned = fanned || lv.fanout_x * lv.fanout_y > 1;
-    if (k.may[m] >> t & 1) best = std::min(best, cost(m, serve_pj[m][t] / std::min(shared, most)));
+    const double mx = lv.multicast_x & role ? std::min(static_cast<double>(lv.fanout_x), left(x_ok[m] & others)) : 1;
+    const double my = lv.multicast_y & role ? std::min(static_cast<double>(lv.fanout_y), left(y_ok[m] & others)) : 1;
+    shared *= mx * my;
+    if (window) {
+      const uint8_t axes = window_axes_[static_cast<size_t>(m)][static_cast<size_t>(t)];
+      shared_window *= (axes & 1 ? static_cast<double>(lv.fanout_x) : mx) * (axes & 2 ? static_cast<double>(lv.fanout_y) : my);
+    }
+    if (k.may[m] >> t & 1)
+      best = std::min(best, cost(m, serve_pj[m][t] / (window ? std::max(shared_window, std::min(shared, most)) : std::min(shared, most))));
     if (k.must[m] >> t & 1) break;  // the innermost level keeping t is no further out
   }
   return best;
@@ -159,7 +183,7 @@ double TileSearch::spread_above(int l, const std::array<int64_t, kMaxRanks>& res
 
 double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int t,
                                     const std::array<int64_t, kMaxRanks>& rest, double above_l,
-                                    double tile_values) const {
+                                    double tile_values, double rest_all, double* all_each) const {
   // With every dimension one rank, each tile k holds is new when it moves (no overlap), so an
   // instance takes its whole tile once per iteration of the loops from the outermost down to the
   // innermost one above k over a rank t indexes: at the lowest level j above k with such a factor,
@@ -176,6 +200,9 @@ double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int 
     tile = 1;
     for (int j = 0; j <= k; ++j) tile *= sums[j].tile[t];
   }
+  // Per instance, the spatial factors above l (S of them) leave rest_all / S iterations above l
+  // (over t's ranks: own / the part of S over them); all instances of k are the chosen ones times
+  // S, so together they take at least the unspread counts.
   double refills = 1;
   int j = k + 1;
   for (; j <= l; ++j)
@@ -185,11 +212,13 @@ double TileSearch::plain_tile_moves(const LevelSummary* sums, int k, int l, int 
     }
   if (j <= l) {
     for (int i = j + 1; i <= l; ++i) refills *= static_cast<double>(sums[i].temporal);
+    if (all_each) *all_each = tile * refills * rest_all;
     refills *= above_l;
   } else {
     double own = 1;
     for (int r = 0; r < R; ++r)
       if (plain_ranks_[t] >> r & 1) own *= static_cast<double>(rest[r]);
+    if (all_each) *all_each = tile * own;
     refills = std::ceil(own / spread_above(l, rest, plain_ranks_[t]));
   }
   return tile * refills;
@@ -204,8 +233,9 @@ double TileSearch::relevant_spread(const LevelSummary* sums, int from, int to, i
 }
 
 double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
-                                 const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
-                                 const double* inst_reducing, double* rd, double* wr, double* up, double* down,
+                                 const std::array<int64_t, kMaxRanks>& rest, double above_l, double rest_all,
+                                 const double* inst_least, const double* inst_reducing, double* rd, double* wr,
+                                 double* up, double* down,
                                  const KeepSets& ks) const {
   // Every level below the top keeping the output sends each tile it holds up to the next level
   // keeping it whenever the tile moves: the parent's updates are the child's fills (before the
@@ -231,12 +261,13 @@ double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* 
     if (parent > kept_to && !(ks.above[kept_to] >> t & 1)) break;  // k backs the output
     // Backed on chip: drained only to a chosen parent below the top (else k may be the backing).
     if ((spec_.onchip_backing >> t & 1) && (parent > kept_to || parent == L - 1)) break;
-    const double each = plain_tile_moves(sums, k, l, t, rest, above_l);
-    const double refills = std::max(0.0, each * inst_least[k] - volume * inst_reducing[k]);
+    double all_each = 0;
+    const double each = plain_tile_moves(sums, k, l, t, rest, above_l, 0, rest_all, &all_each);
+    const double refills = std::max(0.0, all_each * inst_least[k] - volume * inst_reducing[k]);
     pj += refills * plan_.levels[static_cast<size_t>(k)].write_pj;
     wr[k] += refills;
     if (parent <= kept_to) {
-      const double updates = std::max(volume, each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent]);
+      const double updates = std::max(volume, all_each * relevant_spread(sums, k + 1, parent, t) * inst_least[parent]);
       const double reads = std::max(0.0, updates - volume * inst_reducing[parent]);
       pj += updates * plan_.levels[static_cast<size_t>(parent)].update_pj +
             reads * plan_.levels[static_cast<size_t>(parent)].read_pj;
@@ -579,6 +610,7 @@ void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums
   double rest_all = 1;
   for (int r = 0; r < R; ++r) rest_all *= static_cast<double>(rest[r]);
   f.above_l = std::ceil(rest_all / f.spread);
+  f.rest_all = rest_all;
   f.top_open = f.kept_to < L - 1;
   // Per rank its tile factor over levels 0..k, for the extents of the tiles of tensors with halos.
   if (window_tensors_) {
@@ -669,7 +701,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
     out.rd[m] += reads;
     out.wr[m] += words;
     double up = 0, down = 0;
-    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.inst_least, f.inst_reducing, out.rd,
+    out.moved += output_drains(keep_at, sums, l, kept_to, m, rest, f.above_l, f.rest_all, f.inst_least, f.inst_reducing, out.rd,
                                out.wr, &up, &down, ks);
     if (f.top_open && only_top_above() && !backed) top_words = std::max(top_words, up), out.top_rd += down;
     out.top_wr += top_words;
@@ -689,8 +721,10 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
     while (parent <= kept_to && !(keep_at[parent] >> t & 1)) ++parent;
     if (parent > kept_to && !(ks.above[kept_to] >> t & 1)) break;  // k backs t: no fills
     if (backed && (parent > kept_to || parent == L - 1)) break;
-    double each = plain_tile_moves(sums, k, l, t, rest, f.above_l, window_tensors_ >> t & 1 ? window_tile(k) : 0);
-    double fills = std::max(values, each * f.inst_least[k]);
+    double all_each = 0;
+    double each = plain_tile_moves(sums, k, l, t, rest, f.above_l, window_tensors_ >> t & 1 ? window_tile(k) : 0,
+                                   f.rest_all, &all_each);
+    double fills = std::max(values, all_each * f.inst_least[k]);
     // A window tensor's refills through its window ranks, from the tile alone (not when level
     // l's temporal factors are still open: its tile would grow).
     if ((window_disjoint_ >> t & 1) && !(f.open_temporal && k == l)) {
@@ -704,7 +738,8 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
     // them spread and the instances of the parent.
     // Not chosen yet, the parent is above l: at least the spreading of the chosen levels.
     const double reads = parent <= kept_to
-                             ? std::max(values, each * relevant_spread(sums, k + 1, parent, t) * f.inst_least[parent])
+                             ? std::max(values, std::max(each, all_each) * relevant_spread(sums, k + 1, parent, t) *
+                                                    f.inst_least[parent])
                              : std::max(values, each * relevant_spread(sums, k + 1, l, t));
     out.moved += fills * plan_.levels[static_cast<size_t>(k)].write_pj;
     out.wr_each[k] += std::max(each, values / f.inst[k]);

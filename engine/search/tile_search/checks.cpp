@@ -174,4 +174,28 @@ bool TileWorker::check_classification(const TileSearch& s, const PartialChoices&
 }
 
 
+bool TileWorker::check_order_bound(const TileSearch& s, const FlatMapping& fm, double serving, double& energy_lb,
+                                   double& cycles_lb) {
+  struct None final : TileSink {
+    void consume(const TileCandidate&, const CompactCost&) override {}
+  } none;
+  State& st = *st_;
+  st.bind(s, &none);
+  const int L = s.L, R = s.R;
+  // The mapping as one parked lane: its factors by slot and its kept sets in the support.
+  std::vector<int32_t> lane(st.W, 1);
+  Support key;
+  for (int l = 0; l < L; ++l) key.w[l] = static_cast<uint32_t>(fm.keep[l]) << 24;
+  for (int i = 0; i < fm.n_loops; ++i) {
+    const FlatLoop& lp = fm.loops[i];
+    lane[static_cast<size_t>((lp.level * 3 + static_cast<int>(lp.kind)) * R + lp.rank)] *= static_cast<int32_t>(lp.factor);
+  }
+  const double bounds[State::kBoundWords] = {0, 0, serving};
+  st.order_setup(key, lane.data(), 1, bounds);
+  const bool on = st.order_cut.on;
+  if (on) st.order_bounds(fm, lane.data(), 1, bounds, &energy_lb, &cycles_lb);
+  st.bind(s, nullptr);  // `none` ends here
+  return on;
+}
+
 }  // namespace mapfuse

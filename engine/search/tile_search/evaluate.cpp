@@ -86,6 +86,11 @@ void TileWorker::State::park_merged() {
 }
 
 void TileWorker::State::park() {
+  park_serving = -1;
+  if (order_cut_possible()) {
+    summarize(s->L - 1, chosen[static_cast<size_t>(s->L - 1)]);  // the top's, for this choice
+    park_serving = s->serving_energy(chosen.data(), sums.data());
+  }
   if (s->merge) {
     park_merged();
     return;
@@ -126,9 +131,10 @@ void TileWorker::State::put(const Support& key) {
   }
   const size_t bi = table[pos] - 1;
   if (s->spec_.bound_scalar) {
-    double* b = pool_bounds.get() + (bi * kLanes + static_cast<size_t>(counts[bi])) * 2;
+    double* b = pool_bounds.get() + (bi * kLanes + static_cast<size_t>(counts[bi])) * kBoundWords;
     b[0] = last_energy_lb;
     b[1] = last_cycles_lb;
+    b[2] = park_serving;
   }
   int32_t* f = pool.get() + (bi * kLanes + static_cast<size_t>(counts[bi]++)) * W;
   for (int l = 0; l < L; ++l)
@@ -146,20 +152,24 @@ void TileWorker::State::put(const Support& key) {
 void TileWorker::State::flush_bucket(size_t bi) {
   int32_t* lanes = pool.get() + bi * kLanes * W;
   int count = counts[bi];
+  double* b = nullptr;
   if (s->spec_.bound_scalar) {
     // Only the choices the incumbent does not beat by now (their bounds were made when parked),
     // compacted in place: the bucket is emptied after this.
-    const double* b = pool_bounds.get() + bi * kLanes * 2;
+    b = pool_bounds.get() + bi * kLanes * kBoundWords;
     int alive = 0;
     for (int k = 0; k < count; ++k) {
-      if (sink->beaten(b[2 * k], b[2 * k + 1], -1, 0)) continue;
-      if (alive != k) std::copy_n(lanes + static_cast<size_t>(k) * W, W, lanes + static_cast<size_t>(alive) * W);
+      if (sink->beaten(b[kBoundWords * k], b[kBoundWords * k + 1], -1, 0)) continue;
+      if (alive != k) {
+        std::copy_n(lanes + static_cast<size_t>(k) * W, W, lanes + static_cast<size_t>(alive) * W);
+        std::copy_n(b + kBoundWords * k, kBoundWords, b + kBoundWords * alive);
+      }
       ++alive;
     }
     owner->stale_dropped += count - alive;
     count = alive;
   }
-  if (count > 0) flush(bucket_support[bi], lanes, count);
+  if (count > 0) flush(bucket_support[bi], lanes, count, b);
 }
 
 void TileWorker::State::flush_all() {
@@ -174,7 +184,7 @@ void TileWorker::State::flush_all() {
   table_used.clear();
 }
 
-void TileWorker::State::flush(const Support& key, const int32_t* lanes, int count) {
+void TileWorker::State::flush(const Support& key, const int32_t* lanes, int count, const double* bounds) {
   const int L = s->L, R = s->R;
   const TileSearchSpec& spec = s->spec_;
   std::array<const std::vector<std::vector<int>>*, kMaxLevels> classes{};
@@ -206,6 +216,8 @@ void TileWorker::State::flush(const Support& key, const int32_t* lanes, int coun
   std::array<const std::vector<int>*, kMaxLevels> order{};
   FlatMapping fm;
   LaneFactors lf;
+  order_setup(key, lanes, count, bounds);
+  int alive[kLanes];
   CompactCost out[kLanes];
   TileCandidate cand;
   cand.search = s;
@@ -233,34 +245,154 @@ void TileWorker::State::flush(const Support& key, const int32_t* lanes, int coun
       fm.keep[L - 1] = static_cast<TensorMask>(fm.keep[L - 1] & ~spec.onchip_backing);
       fm.onchip_backing = spec.onchip_backing;
     }
-    const NestStructure& ns = nest_of(fm);
-    for (int i = 0; i < fm.n_loops; ++i) {
-      const size_t sl = static_cast<size_t>(cand.slot(fm.loops[i].level, fm.loops[i].kind, fm.loops[i].rank));
-      for (int k = 0; k < count; ++k) lf[i][k] = lanes[static_cast<size_t>(k) * W + sl];
-    }
-    evaluate_lanes(s->plan_, ns, lf, count, out);
-    if (spec.rest_tiles > 0) {  // the whole Einsum: first tiles plus accumulating ones (fused_total)
-      CompactCost rest[kLanes];
-      evaluate_lanes(s->rest_plan_, ns, lf, count, rest);
-      const double n1 = static_cast<double>(spec.first_tiles), n2 = static_cast<double>(spec.rest_tiles);
-      for (int k = 0; k < count; ++k) {
-        if (out[k].invalid == Invalid::None && rest[k].invalid != Invalid::None &&
-            rest[k].invalid != Invalid::CapacityExceeded)
-          out[k].invalid = rest[k].invalid;
-        out[k].energy_pj = out[k].energy_pj * n1 + rest[k].energy_pj * n2;
-        out[k].cycles = out[k].cycles * n1 + rest[k].cycles * n2;
+    const int n = order_alive(fm, lanes, count, bounds, alive);
+    if (n > 0) {
+      const NestStructure& ns = nest_of(fm);
+      for (int i = 0; i < fm.n_loops; ++i) {
+        const size_t sl = static_cast<size_t>(cand.slot(fm.loops[i].level, fm.loops[i].kind, fm.loops[i].rank));
+        for (int k = 0; k < n; ++k) lf[i][k] = lanes[static_cast<size_t>(alive[k]) * W + sl];
+      }
+      evaluate_lanes(s->plan_, ns, lf, n, out);
+      if (spec.rest_tiles > 0) {  // the whole Einsum: first tiles plus accumulating ones (fused_total)
+        CompactCost rest[kLanes];
+        evaluate_lanes(s->rest_plan_, ns, lf, n, rest);
+        const double n1 = static_cast<double>(spec.first_tiles), n2 = static_cast<double>(spec.rest_tiles);
+        for (int k = 0; k < n; ++k) {
+          if (out[k].invalid == Invalid::None && rest[k].invalid != Invalid::None &&
+              rest[k].invalid != Invalid::CapacityExceeded)
+            out[k].invalid = rest[k].invalid;
+          out[k].energy_pj = out[k].energy_pj * n1 + rest[k].energy_pj * n2;
+          out[k].cycles = out[k].cycles * n1 + rest[k].cycles * n2;
+        }
+      }
+      ++owner->lane_calls;
+      owner->evaluated += n;
+      for (int k = 0; k < n; ++k) {
+        cand.factors = lanes + static_cast<size_t>(alive[k]) * W;
+        sink->consume(cand, out[k]);
       }
     }
-    ++owner->lane_calls;
-    owner->evaluated += count;
-    for (int k = 0; k < count; ++k) {
-      cand.factors = lanes + static_cast<size_t>(k) * W;
-      sink->consume(cand, out[k]);
-    }
+    owner->order_pruned += count - n;
     for (int l = 0; l < L; ++l) {  // next combination (odometer, level 0 fastest)
       if (++pick[l] < classes[l]->size()) break;
       pick[l] = 0;
     }
+  }
+}
+
+bool TileWorker::State::order_cut_possible() const {
+  // A search of the whole Einsum down from the outermost level, nothing backed on chip: the top's
+  // fills are then the model's parent reads and updates of each tensor's outermost keeper below it.
+  const TileSearchSpec& spec = s->spec_;
+  return spec.bound_scalar && s->top == s->L - 1 && s->L >= 2 && spec.backing_level < 0 && !spec.onchip_backing &&
+         spec.rest_tiles == 0 && !s->plan_.output_accumulates && !s->partial_;
+}
+
+void TileWorker::State::order_setup(const Support& key, const int32_t* lanes, int count, const double* bounds) {
+  OrderCut& oc = order_cut;
+  oc.on = false;
+  oc.n = 0;
+  if (!bounds || !order_cut_possible()) return;
+  for (int k = 0; k < count; ++k)
+    if (!(bounds[kBoundWords * k + 2] >= 0)) return;
+  const int L = s->L, R = s->R, top = L - 1;
+  const EvalPlan& p = s->plan_;
+  TensorMask keep[kMaxLevels];
+  for (int l = 0; l < L && l < kMaxLevels; ++l) keep[l] = static_cast<TensorMask>(key.w[l] >> 24);
+  for (int t = 0; t < s->T; ++t) {
+    if (!(keep[top] >> t & 1)) continue;
+    int k = top - 1;
+    while (k >= 0 && !(keep[k] >> t & 1)) --k;
+    if (k < 0) continue;  // served from the top itself: its serving is in the serving energy
+    const PlanTensor& pt = p.tensors[static_cast<size_t>(t)];
+    const int i = oc.n++;
+    oc.tensor[i] = t;
+    oc.keeper[i] = k;
+    for (int lane = 0; lane < count; ++lane) {
+      const int32_t* f = lanes + static_cast<size_t>(lane) * W;
+      // The keeper's tile (every factor of the levels up to it) and the distinct tiles the spatial
+      // factors between it and the top spread over ranks alone in one of t's dimensions.
+      double cum[kMaxRanks];
+      for (int r = 0; r < R; ++r) {
+        double e = 1;
+        for (int l = 0; l <= k; ++l) e *= static_cast<double>(f[(l * 3) * R + r]) * f[(l * 3 + 1) * R + r] * f[(l * 3 + 2) * R + r];
+        cum[r] = e;
+      }
+      double tile = 1;
+      for (int d = 0; d < pt.n_dims; ++d)
+        tile *= pt.plain_rank[d] >= 0 ? cum[pt.plain_rank[d]] : window_extent(pt.dims[d], cum);
+      for (int l = k + 1; l <= top; ++l)
+        for (int r = 0; r < R; ++r)
+          if (pt.rank_terms[r] == 1 && pt.plain_rank[pt.rank_dim[r][0]] == r)
+            tile *= static_cast<double>(f[(l * 3 + 1) * R + r]) * f[(l * 3 + 2) * R + r];
+      oc.tile[i][lane] = tile;
+    }
+  }
+  oc.on = oc.n > 0;
+}
+
+int TileWorker::State::order_alive(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds,
+                                   int* alive) {
+  if (!order_cut.on) {
+    for (int k = 0; k < count; ++k) alive[k] = k;
+    return count;
+  }
+  double energy[kLanes], cycles[kLanes];
+  order_bounds(fm, lanes, count, bounds, energy, cycles);
+  int n = 0;
+  for (int k = 0; k < count; ++k)
+    if (!sink->beaten(energy[k], cycles[k], -1, 0)) alive[n++] = k;
+  return n;
+}
+
+void TileWorker::State::order_bounds(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds,
+                                     double* energy_lb, double* cycles_lb) const {
+  const OrderCut& oc = order_cut;
+  // Per tensor, the temporal loops above its keeper, outermost first (their factors by slot, and
+  // whether the loop is over one of t's plain ranks). The keeper takes its whole tile once per
+  // iteration of the loops down to the innermost one over a plain rank that steps (factor > 1):
+  // plain_tile_moves with the order known. Its parent, the top, reads (updates) that many words
+  // times the distinct tiles; all but the first update of each output value also read.
+  const int R = s->R, top = s->L - 1;
+  const EvalPlan& p = s->plan_;
+  const PlanLevel& tl = p.levels[static_cast<size_t>(top)];
+  int slot[kMaxTensors][kMaxLoops];
+  bool plain[kMaxTensors][kMaxLoops];
+  int loops[kMaxTensors];
+  for (int i = 0; i < oc.n; ++i) {
+    const int t = oc.tensor[i];
+    loops[i] = 0;
+    for (int j = 0; j < fm.n_loops; ++j) {
+      const FlatLoop& lp = fm.loops[static_cast<size_t>(j)];
+      if (lp.kind != LoopKind::Temporal || lp.level <= oc.keeper[i]) continue;
+      slot[i][loops[i]] = (lp.level * 3) * R + lp.rank;
+      plain[i][loops[i]++] = s->plain_ranks_[static_cast<size_t>(t)] >> lp.rank & 1;
+    }
+  }
+  const double volume = p.output >= 0 ? static_cast<double>(p.tensors[static_cast<size_t>(p.output)].volume) : 0;
+  for (int k = 0; k < count; ++k) {
+    const int32_t* f = lanes + static_cast<size_t>(k) * W;
+    double energy = bounds[kBoundWords * k + 2], rd = 0, wr = 0;
+    for (int i = 0; i < oc.n; ++i) {
+      double run = 1, moves = 1;
+      for (int j = 0; j < loops[i]; ++j) {
+        const int32_t fj = f[slot[i][j]];
+        run *= fj;
+        if (plain[i][j] && fj > 1) moves = run;
+      }
+      const double words = moves * oc.tile[i][k];
+      if (oc.tensor[i] == p.output) {
+        const double reads = std::max(0.0, words - volume);
+        energy += words * tl.update_pj + reads * tl.read_pj;
+        wr += words;
+        rd += reads;
+      } else {
+        energy += words * tl.read_pj;
+        rd += words;
+      }
+    }
+    energy_lb[k] = std::max(energy * (1 - 1e-9), bounds[kBoundWords * k]);
+    cycles_lb[k] = std::max(bounds[kBoundWords * k + 1], s->bandwidth_cycles(top, rd, wr));
   }
 }
 
@@ -289,8 +421,8 @@ void TileWorker::State::bind(const TileSearch& search, TileSink* to) {
   table_mask = table.size() - 1;
   if (!pool) pool.reset(new int32_t[kPoolWords]);
   if (search.spec_.bound_scalar) {
-    if (pool_bounds_size < max_live * kLanes * 2) {
-      pool_bounds_size = max_live * kLanes * 2;
+    if (pool_bounds_size < max_live * kLanes * kBoundWords) {
+      pool_bounds_size = max_live * kLanes * kBoundWords;
       pool_bounds.reset(new double[pool_bounds_size]);
     }
   }

@@ -252,6 +252,29 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       }
     }
     if ((window_tensors_ >> t & 1) && disjoint) window_disjoint_ |= 1u << t;
+    if (!(window_tensors_ >> t & 1)) continue;
+    // Loops over the ranks of one dimension of t at one level take at least as many distinct
+    // offsets as the largest of them alone (|A + B| >= |A| + |B| - 1): only a loop beside another
+    // on the same dimension (or over a rank in several dimensions) can share values.
+    for (int l = 0; l < L; ++l) {
+      const uint32_t any = x_ok[l] | y_ok[l];
+      for (int axis = 0; axis < 2; ++axis) {
+        const uint32_t ok = axis == 0 ? x_ok[l] : y_ok[l], other = axis == 0 ? y_ok[l] : x_ok[l];
+        bool shares = false;
+        for (int r = 0; r < R && !shares; ++r) {
+          if (!(ok >> r & 1) || pt.rank_terms[r] == 0 || e.ranks[static_cast<size_t>(r)].size <= 1) continue;
+          if (pt.rank_terms[r] > 1 || (other >> r & 1)) {
+            shares = true;
+            break;
+          }
+          const int d = pt.rank_dim[r][0];
+          for (int r2 = 0; r2 < R && !shares; ++r2)
+            shares = r2 != r && (any >> r2 & 1) && e.ranks[static_cast<size_t>(r2)].size > 1 && pt.rank_terms[r2] > 0 &&
+                     (pt.rank_terms[r2] > 1 || pt.rank_dim[r2][0] == d);
+        }
+        if (shares) window_axes_[static_cast<size_t>(l)][static_cast<size_t>(t)] |= static_cast<uint8_t>(1u << axis);
+      }
+    }
   }
   make_spread_tables();
   if (spec.merge_passthrough)

@@ -270,6 +270,11 @@ class TileSearch {
   // fix_keep), the bounds under each: keeps[i] under sets[j] into energy_lb[i * m + j]; a tensor's
   // terms then differ only by whether level l and level `fixed` keep it, so each is made at most
   // four times. `open_keep` (n = 1, keeps unread): level l's kept set left open, as scalar_bounds.
+  // A complete choice (every level chosen, `sums` of each): the operations' energy and what every
+  // tensor's innermost keeping level spends serving compute, at least. No loop order changes
+  // these, so with the top's fills of a given order (TileWorker's flush) it bounds that order's
+  // energy.
+  double serving_energy(const LevelChoice* chosen, const LevelSummary* sums) const;
   void scalar_bounds_keeps(const LevelChoice* chosen, const LevelSummary* sums, int l,
                            const std::array<int64_t, kMaxRanks>& rest, const TensorMask* keeps, int n,
                            double* energy_lb, double* cycles_lb, bool open_temporal = false,
@@ -282,8 +287,11 @@ class TileSearch {
   // levels 0..l chosen; the distinct tiles the spatial factors of levels from..to spread over t's
   // ranks; the energy of the output's drains from every chosen keeper below the top to the next
   // (adding the parents' words to `wr`).
+  // `all_each`: the same with the spatial factors above l spreading nothing, which times the
+  // instances of k chosen so far (inst_least) bounds the fills of all of k's instances: what a
+  // fan-out above l saves an instance in iterations it adds in instances.
   double plain_tile_moves(const LevelSummary* sums, int k, int l, int t, const std::array<int64_t, kMaxRanks>& rest,
-                          double above_l, double tile_values = 0) const;
+                          double above_l, double tile_values = 0, double rest_all = 0, double* all_each = nullptr) const;
   double relevant_spread(const LevelSummary* sums, int from, int to, int t) const;
   // The most instances the spatial factors of the levels above l can spread ranks `ranks` over,
   // with `rest` left of every rank (at most fanout_above[l]).
@@ -291,7 +299,7 @@ class TileSearch {
   // Besides the drains, each partial sum sent back down (the child's fills after the first-update
   // discount, and the parent's reads of them: `rd`, and `down` for an unchosen top).
   double output_drains(const TensorMask* keep_at, const LevelSummary* sums, int l, int kept_to, int m,
-                       const std::array<int64_t, kMaxRanks>& rest, double above_l, const double* inst_least,
+                       const std::array<int64_t, kMaxRanks>& rest, double above_l, double rest_all, const double* inst_least,
                        const double* inst_reducing, double* rd, double* wr, double* up, double* down,
                        const KeepSets& ks) const;
 
@@ -303,7 +311,7 @@ class TileSearch {
     int l = 0, kept_to = 0;
     const std::array<int64_t, kMaxRanks>* rest = nullptr;
     bool open_keep = false, open_temporal = false, top_open = false;
-    double spread = 1, steps = 0, above_l = 1;
+    double spread = 1, steps = 0, above_l = 1, rest_all = 1;
     double inst[kMaxLevels], inst_reducing[kMaxLevels], inst_least[kMaxLevels];
     double cum[kMaxLevels][kMaxRanks];  // window tensors: per rank, the tile factor of levels 0..k
   };
@@ -377,6 +385,11 @@ class TileSearch {
   // them moves the whole tile, halos or not (plain_tile_moves).
   std::array<uint32_t, kMaxTensors> plain_ranks_{};
   uint32_t window_tensors_ = 0;  // bit t: tensor t has a dimension that is not plain (a halo)
+  // Per level and window tensor, the axes (bit 0: x, bit 1: y) whose spatial loops can share the
+  // tensor's values beyond the multicast groups: the axis may spread a rank of a dimension with
+  // several ranks (or of several dimensions) and the level may have a second loop on that dimension
+  // (serve_from_above).
+  std::array<std::array<uint8_t, kMaxTensors>, kMaxLevels> window_axes_{};
   // Window tensors whose every rank indexes one dimension once (a depthwise or strided conv's
   // input): the distinct positions of a tile are then a product over dimensions
   // (window_position_fills).
@@ -486,10 +499,17 @@ class TileWorker {
   using ClassCheck = std::function<void(const CompactCost& cost, bool skipped)>;
   bool check_classification(const TileSearch& s, const PartialChoices& p, size_t i, double threshold,
                             const ClassCheck& check, bool level_more = false);
+  // Testing the per-order bound of flush (a complete choice's lanes under one loop-order
+  // combination are cut when the top's traffic in that order beats them): the bound for the
+  // complete mapping `fm` of search `s`, whose serving energy (TileSearch::serving_energy) is
+  // `serving` and whose other bounds are 0. False where the cut does not apply.
+  bool check_order_bound(const TileSearch& s, const FlatMapping& fm, double serving, double& energy_lb,
+                         double& cycles_lb);
   int64_t evaluated = 0, pruned = 0, lane_calls = 0;
   int64_t partial_evaluated = 0, partial_dropped = 0;  // partial pruning: choices compared, dropped
   int64_t bound_skipped = 0;  // partial rows whose completions the sink's bound check skipped
   int64_t stale_dropped = 0;   // branch and bound: parked choices the incumbent beat before their evaluation
+  int64_t order_pruned = 0;    // branch and bound: (choice, loop-order combination) lanes cut by their top traffic
   int64_t fanout_skipped = 0;  // choices of the level below the top skipped: their fan-out's bounds are beaten
   // Branch and bound (TileSearchSpec::bound_scalar): choices whose completions' lower bounds the
   // sink beat, per level they were made at (each cut the whole subtree above it).

@@ -20,6 +20,10 @@
 #include "engine/search/tile_search/tile_search.hpp"
 
 namespace mapfuse {
+
+// A window dimension's extent for a tile whose per-rank extents are `cum`: 1 + sum coeff * (extent
+// - 1), a box around the projections (exact for one term; for several, what the model counts).
+double window_extent(const PlanDim& dim, const double* cum);
 namespace tile_search_detail {
 
 struct Support {
@@ -110,10 +114,14 @@ struct TileWorker::State {
   std::vector<int> counts;  // per live bucket
   std::vector<Support> bucket_support;
   std::unique_ptr<int32_t[]> pool;  // uninitialised; only written slots are read
-  // Branch and bound: each parked choice's lower bounds (energy, cycles), beside its pool slot. A
-  // choice may wait in its bucket while the incumbent improves; flush drops the ones then beaten.
+  // Branch and bound: each parked choice's lower bounds (energy, cycles) and its serving energy
+  // (TileSearch::serving_energy, or -1), beside its pool slot. A choice may wait in its bucket while
+  // the incumbent improves; flush drops the ones then beaten, and per loop-order combination the
+  // ones its top traffic beats (order_beaten).
+  static constexpr size_t kBoundWords = 3;
   std::unique_ptr<double[]> pool_bounds;
   size_t pool_bounds_size = 0;
+  double park_serving = -1;  // park(): the serving energy of the choice being parked
   double last_energy_lb = 0, last_cycles_lb = 0;  // of the choice bound_beaten passed last
   // TileWorker::probe: a dive that fills each level first (descend_probe), until kProbeLeaves
   // complete choices are evaluated (each as it is parked) or kProbeWork choices bounded, whichever
@@ -175,7 +183,24 @@ struct TileWorker::State {
   void flush_bucket(size_t bi);
 
   // Evaluates the bucket's choices under every order combination of its support.
-  void flush(const Support& key, const int32_t* lanes, int count);
+  // `bounds`: the choices' parked bounds (kBoundWords each), or null.
+  void flush(const Support& key, const int32_t* lanes, int count, const double* bounds = nullptr);
+  // Per loop-order combination, the words the top moves for each tensor's outermost keeper below
+  // it bound the combination's energy and latency (with the serving energy, order-free): the lanes
+  // they beat are not evaluated. Set up per bucket (order_setup), then per combination
+  // (order_alive: the lanes not beaten into `alive`, how many).
+  struct OrderCut {
+    bool on = false;
+    int n = 0;                                   // tensors with a keeper below the top
+    int tensor[kMaxTensors], keeper[kMaxTensors];
+    double tile[kMaxTensors][kLanes];            // per lane: the keeper's tile x its distinct tiles
+  } order_cut;
+  bool order_cut_possible() const;
+  void order_setup(const Support& key, const int32_t* lanes, int count, const double* bounds);
+  int order_alive(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds, int* alive);
+  // The bounds themselves, per lane (order_alive's test; TileWorker::check_order_bound).
+  void order_bounds(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds, double* energy_lb,
+                    double* cycles_lb) const;
 
   // Branch and bound: whether the sink already beats every completion of levels 0..l.
   bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) {
