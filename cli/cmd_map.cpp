@@ -133,6 +133,7 @@ Command add_map_command(CLI::App& app) {
                                  {"capacity_pruned", r.pruned},
                                  {"bound_pruned", r.bound_pruned},
                                  {"stale_dropped", r.stale_dropped},
+                                 {"order_pruned", r.order_pruned},
                                  {"lanes_per_simd_call", r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0},
                                  {"seconds", secs},
                                  {"cpu_seconds", cpu}};
@@ -156,8 +157,9 @@ Command add_map_command(CLI::App& app) {
               if (same)
                 fmt::print("{}: the mapping problem of {} (searched once; its counts follow)\n", e.name, same_as);
               fmt::print("{}: {} mappings evaluated ({} valid; partial mappings cut: {} over capacity, {} by the bound, "
-                         "{} beaten while queued; {:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; {:.2f} CPU-s)\n",
-                         e.name, r.evaluated, r.valid, r.pruned, bound_pruned, r.stale_dropped,
+                         "{} beaten while queued, {} by their loop order; {:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; "
+                         "{:.2f} CPU-s)\n",
+                         e.name, r.evaluated, r.valid, r.pruned, bound_pruned, r.stale_dropped, r.order_pruned,
                          r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0, secs, r.evaluated / secs / 1e6, cpu);
               if (r.truncated)
                 fmt::print("  stopped at the work limit ({} units): the best mapping found, not proven optimal\n", r.work);

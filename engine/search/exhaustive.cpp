@@ -192,9 +192,9 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   std::atomic<int64_t> probe_work{0};
   // Each thread parks choices from the subtrees it takes in its own buckets; which choices share
   // a SIMD call then depends on the schedule, but the answer does not (ties are broken by text).
-  int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0, probed = 0;
+  int64_t evaluated = 0, pruned = 0, lane_calls = 0, stale = 0, probed = 0, order_cut = 0;
   out.bound_pruned.assign(static_cast<size_t>(s.levels()), 0);
-#pragma omp parallel num_threads(threads) reduction(+ : evaluated, pruned, lane_calls, stale, probed)
+#pragma omp parallel num_threads(threads) reduction(+ : evaluated, pruned, lane_calls, stale, probed, order_cut)
   {
     ExhaustiveSink& sink = sinks[static_cast<size_t>(omp_get_thread_num())];
     TileWorker worker;
@@ -213,6 +213,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
     pruned += worker.pruned;
     lane_calls += worker.lane_calls;
     stale += worker.stale_dropped;
+    order_cut += worker.order_pruned;
 #pragma omp critical
     for (size_t l = 0; l < out.bound_pruned.size(); ++l) out.bound_pruned[l] += worker.bound_pruned[l];
   }
@@ -222,6 +223,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   out.pruned = pruned;
   out.lane_calls = lane_calls;
   out.stale_dropped = stale;
+  out.order_pruned = order_cut;
   out.truncated = s.truncated();
   out.work = s.work();
   if (s.over() && !s.truncated()) {

@@ -100,6 +100,9 @@ struct MapperResult {
   // Branch and bound: complete choices that passed their bound when parked for SIMD evaluation
   // but were beaten by a better mapping found before their bucket was evaluated (not evaluated).
   int64_t stale_dropped = 0;
+  // Branch and bound: (complete choice, loop-order combination) lanes not evaluated because the
+  // top's traffic in that loop order beat them (TileWorker's per-order bound).
+  int64_t order_pruned = 0;
   // ExhaustiveOptions::max_work stopped the search: `best` is the best found, not proven optimal.
   bool truncated = false;
   int64_t work = 0;  // level choices enumerated (TileSearch::work), counted with a work limit only

@@ -598,7 +598,10 @@ void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums
   // Instances of each level m <= l, at most (the fan-outs above l are not chosen: at most theirs),
   // and of those the ones that split ranks the output does not index (each starts the partial
   // sums of the whole output: the model's first-update discount is at most the volume times that).
-  f.inst[l] = f.inst_reducing[l] = static_cast<double>(fanout_above[l]);
+  f.inst[l] = static_cast<double>(fanout_above[l]);
+  // Only the fan-outs that may spread ranks the output does not index start their own partial
+  // sums (Gemmini's columns take K alone: none).
+  f.inst_reducing[l] = plan_.output >= 0 ? spread_above(l, rest, ~static_cast<uint32_t>(plan_.tensors[static_cast<size_t>(plan_.output)].relevant_ranks) & ((1u << R) - 1)) : f.inst[l];
   f.inst_least[l] = 1;
   for (int m = l - 1; m >= 0; --m) {
     f.inst_least[m] = f.inst_least[m + 1] * sums[m + 1].spatial;
