@@ -23,7 +23,8 @@ Command add_map_command(CLI::App& app) {
     std::string arch = "gemmini_default", workload, layer, objective = "edp", constraints;
     ZooParams zoo;
     int64_t max_mappings = 200'000'000;
-    bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false, energy_tiebreak = false;
+    bool pareto = false, json = false, no_bound = false, depth_first = false, every_layer = false, energy_tiebreak = false,
+         no_symmetry = false;
     double upper_bound = std::numeric_limits<double>::infinity();
     double gap = 0;
     int64_t max_work = 0;
@@ -41,6 +42,9 @@ Command add_map_command(CLI::App& app) {
   cmd->add_flag("--pareto", o->pareto,
                 "also print the energy/cycles Pareto front of each layer (branch and bound against the front found so far)");
   cmd->add_flag("--no-bound", o->no_bound, "evaluate the whole mapspace instead of branch and bound");
+  cmd->add_flag("--no-symmetry", o->no_symmetry,
+                "search every mapping and its mirror image (by default, where swapping rank pairs such as a square "
+                "convolution's P/Q and R/S maps the problem onto itself, only one of the two; the same optimum)");
   cmd->add_flag("--depth-first", o->depth_first,
                 "branch and bound: extend choices in enumeration order instead of best bound first (for comparison)");
   cmd->add_option("--upper-bound", o->upper_bound,
@@ -105,6 +109,7 @@ Command add_map_command(CLI::App& app) {
                 opt.front = o->pareto || o->no_bound;
                 opt.bound = !o->no_bound;
                 opt.best_first = !o->depth_first;
+                opt.symmetry = !o->no_symmetry;
                 opt.upper_bound = o->upper_bound;
                 opt.energy_tiebreak = o->energy_tiebreak;
                 opt.gap = o->gap;

@@ -94,8 +94,16 @@ struct ExhaustiveSink final : TileSink {
     if (v > upper_bound || (energy_tiebreak && v == upper_bound && r.energy_pj > upper_bound_energy)) return;
     std::optional<Mapping> m;
     std::string text;
+    // With mirror symmetry only one of a mapping and its mirror is searched: both are candidates
+    // for the tie-break by text.
     auto materialise = [&] {
-      if (!m) m = cand.build(), text = to_text(*m, e, c);
+      if (m) return;
+      m = cand.build(), text = to_text(*m, e, c);
+      if (cand.search->symmetric()) {
+        Mapping mm = cand.search->mirrored(*m);
+        std::string mt = to_text(mm, e, c);
+        if (mt < text) m = std::move(mm), text = std::move(mt);
+      }
     };
     if (v <= best_value) {
       // better(), with the text made only when the objective and the energy tie-break tie.
@@ -159,6 +167,7 @@ MapperResult exhaustive_search(const Einsum& e, const Core& c, const Mapspace& s
   spec.onchip_backing = opt.onchip_backing;
   spec.merge_passthrough = opt.merge_passthrough;
   spec.best_first = opt.best_first;
+  spec.break_symmetry = opt.symmetry && !opt.onchip_backing;
   std::atomic<double> incumbent{opt.front ? std::numeric_limits<double>::infinity() : opt.upper_bound};
   TileSearch s(e, c, space, spec);
   if (!(opt.gap >= 0) || !std::isfinite(opt.gap))

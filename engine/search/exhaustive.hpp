@@ -51,6 +51,10 @@ struct ExhaustiveOptions {
   // Branch and bound: extend each level's choices in the order of their bounds (best first), so
   // that a good mapping comes early and cuts more (TileSearchSpec::best_first). Same answer.
   bool best_first = true;
+  // Search one of each mapping and its mirror image where the Einsum and the core are symmetric
+  // under swapping pairs of ranks (TileSearchSpec::break_symmetry): the same optimum, half the
+  // work on a square convolution. false: every mapping (--no-symmetry; testing).
+  bool symmetry = true;
   // Branch and bound: a value of the objective that some mapping of the mapspace is known to
   // reach (e.g. the optimum of a narrower mapspace): choices whose bound is above it are cut from
   // the start, and only mappings of at most this value count: a value below the optimum leaves

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <set>
 #include <omp.h>
 
 #include "engine/arch/arch_toml.hpp"
@@ -190,7 +192,8 @@ void compare(const Einsum& e, const Core& c, Objective obj) {
   opt.objective = obj;
   const MapperResult pruned = exhaustive_search(e, c, {}, opt);
   // Every order and every split of a rank around a level that keeps nothing: the unmerged space,
-  // whose front the merged, order-reduced search must equal.
+  // whose front the merged, order-reduced search must equal (and every mirror image).
+  opt.symmetry = false;
   opt.reduce_orders = false;
   opt.merge_passthrough = false;
   opt.bound = false;  // and nothing bounded: `pruned`'s front (bounded) must equal this one
@@ -248,6 +251,84 @@ TEST_CASE("mapper: exhaustive optimum equals a brute force (2-D conv with halos 
   const Core c = small_core();
   compare(make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), c, Objective::Edp);
   compare(make_conv("conv2d", {.K = 2, .C = 1, .P = 4, .Q = 1, .R = 3, .S = 1}), c, Objective::Energy);
+}
+
+TEST_CASE("mapper: mirror symmetry of a square convolution keeps the brute force's optimum and front") {
+  const Core c = small_core();
+  // P and Q, R and S swapped map the Einsum onto itself: half the mappings are searched.
+  const Einsum sq = make_conv("conv2d_square", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2});
+  compare(sq, c, Objective::Edp);
+  compare(sq, c, Objective::Energy);
+  compare(sq, c, Objective::Cycles);
+  TileSearchSpec spec;
+  spec.break_symmetry = true;
+  const TileSearch s(sq, c, {}, spec);
+  REQUIRE(s.symmetric());
+  std::vector<std::string> pairs;
+  for (const auto& [a, b] : s.mirror_pairs()) pairs.push_back(sq.ranks[a].name + sq.ranks[b].name);
+  CHECK(pairs == std::vector<std::string>{"RS", "PQ"});
+  // The whole space (no bound: counts that do not depend on when the threads find an incumbent).
+  ExhaustiveOptions opt;
+  opt.objective = Objective::Edp;
+  opt.bound = false;
+  const MapperResult with = exhaustive_search(sq, c, {}, opt);
+  opt.symmetry = false;
+  const MapperResult without = exhaustive_search(sq, c, {}, opt);
+  CHECK(with.cost.edp() == without.cost.edp());
+  CHECK(with.evaluated < without.evaluated);
+  // Exactly one of every mapping and its mirror image is searched (both where the factors are their
+  // own mirror image), every order and kept set included: the symmetric search's mappings are the
+  // whole space's, and each of the whole space's is one of them or the mirror of one.
+  struct Collect final : TileSink {
+    const Einsum* e = nullptr;
+    const Core* c = nullptr;
+    std::set<std::string> seen;
+    void consume(const TileCandidate& cand, const CompactCost&) override { seen.insert(to_text(cand.build(), *e, *c)); }
+  };
+  const Mapspace unconstrained;  // TileSearch keeps a reference to it
+  // Depth first, and best first through bounds that cut nothing (the sink never has a mapping).
+  for (const bool best_first : {false, true}) {
+    auto collect = [&](bool symmetric, std::unique_ptr<TileSearch>& search) {
+      TileSearchSpec whole;
+      whole.reduce_orders = false;
+      whole.prune = false;
+      whole.break_symmetry = symmetric;
+      whole.bound_scalar = whole.best_first = best_first;
+      search = std::make_unique<TileSearch>(sq, c, unconstrained, whole);
+      Collect k;
+      k.e = &sq;
+      k.c = &c;
+      TileWorker w;
+      for (size_t i = 0; i < search->roots(); ++i) w.run(*search, i, k);
+      w.finish();
+      return k.seen;
+    };
+    std::unique_ptr<TileSearch> sym_search, all_search;
+    const std::set<std::string> half = collect(true, sym_search), all = collect(false, all_search);
+    const Core core = core_for(c, sq);
+    int64_t missing = 0, outside = 0;
+    for (const std::string& m : all) {
+      const std::string mirror = to_text(sym_search->mirrored(parse_mapping(m, sq, core)), sq, core);
+      if (!half.count(m) && !half.count(mirror)) ++missing;
+    }
+    for (const std::string& m : half) outside += !all.count(m);
+    MESSAGE(std::string(best_first ? "conv2d_square best first: " : "conv2d_square: ") << all.size() << " mappings, " << half.size()
+                            << " searched with the mirror symmetry");
+    CHECK(missing == 0);
+    CHECK(outside == 0);
+    CHECK(half.size() < all.size());
+    CHECK(half.size() * 2 >= all.size());
+  }
+  // A stride on one axis only, or a constraint, breaks the symmetry: nothing is left out.
+  const TileSearch strided(make_conv("conv2d", {.K = 1, .C = 2, .P = 2, .Q = 2, .R = 2, .S = 2, .Wstride = 2}), c, {},
+                           spec);
+  CHECK_FALSE(strided.symmetric());
+  Mapspace pinned;
+  pinned.levels.resize(c.levels.size());
+  pinned.levels[0].max_factor.assign(sq.ranks.size(), std::nullopt);
+  pinned.levels[0].max_factor[static_cast<size_t>(sq.rank_index("P"))] = 1;
+  const TileSearch constrained(sq, c, pinned, spec);
+  CHECK_FALSE(constrained.symmetric());
 }
 
 TEST_CASE("mapper: exhaustive optimum equals a brute force (matmul)") {

@@ -341,6 +341,7 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   // per-level scalar bounds would find no bounds made for the choices it parks.
   if (partial_) spec_.bound_scalar = false;
   if (partial_) return;  // enumerated level by level from nothing (TileWorker::prune), not from roots
+  if (spec.break_symmetry) find_mirror();
   std::array<int64_t, kMaxRanks> remaining{};
   for (int r = 0; r < R; ++r) remaining[r] = e.ranks[r].size;
   std::vector<LevelChoice> first;
@@ -351,6 +352,84 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
       root.keep = keep;
       if (admissible(root, 0)) roots_.push_back(root);
     }
+}
+
+void TileSearch::find_mirror() {
+  // Only where nothing but the Einsum and the core shape the mapspace: no constraint, no backing
+  // or fused context (their tiles are not mirror images), the whole Einsum from the top.
+  if (spec_.onchip_backing || spec_.backing_level >= 0 || top != L - 1 || spec_.rest_tiles > 0 || lanes_level >= 0)
+    return;
+  for (const LevelConstraints& lc : space_.levels)
+    if (!(lc == LevelConstraints{})) return;
+  // A swap of disjoint pairs of equal-size ranks that maps every tensor's dimensions onto its own
+  // (each dimension's terms, ranks swapped, are another of its dimensions) and every level's
+  // spatial ranks onto themselves: the model then counts a mapping and its mirror alike (every
+  // count is a product or a sum over dimensions and loops, which the swap only relabels).
+  auto valid = [&](const std::array<int, kMaxRanks>& pi) {
+    for (const TensorAccess& ta : e_.tensors) {
+      std::vector<std::vector<std::pair<int, int64_t>>> dims, mapped;
+      for (const Projection& p : ta.dims) {
+        std::vector<std::pair<int, int64_t>> d, m;
+        for (const ProjectionTerm& term : p) {
+          d.emplace_back(term.rank, term.coeff);
+          m.emplace_back(pi[static_cast<size_t>(term.rank)], term.coeff);
+        }
+        std::sort(d.begin(), d.end());
+        std::sort(m.begin(), m.end());
+        dims.push_back(std::move(d));
+        mapped.push_back(std::move(m));
+      }
+      std::sort(dims.begin(), dims.end());
+      std::sort(mapped.begin(), mapped.end());
+      if (dims != mapped) return false;
+    }
+    for (int l = 0; l < L; ++l)
+      for (int r = 0; r < R; ++r) {
+        const int q = pi[static_cast<size_t>(r)];
+        if ((x_ok[l] >> r & 1) != (x_ok[l] >> q & 1) || (y_ok[l] >> r & 1) != (y_ok[l] >> q & 1)) return false;
+        if (t_min[l][r] != t_min[l][q] || t_max[l][r] != t_max[l][q]) return false;
+      }
+    return true;
+  };
+  // Every matching of equal-size ranks (at most 8 ranks: a few hundred), the one with the most
+  // pairs that is valid.
+  std::array<int, kMaxRanks> pi{}, best{};
+  for (int r = 0; r < R; ++r) pi[static_cast<size_t>(r)] = r;
+  int best_pairs = 0;
+  auto rec = [&](auto&& self, int r, int pairs) -> void {
+    if (r == R) {
+      if (pairs > best_pairs && valid(pi)) best_pairs = pairs, best = pi;
+      return;
+    }
+    if (pi[static_cast<size_t>(r)] != r) return self(self, r + 1, pairs);  // paired already
+    self(self, r + 1, pairs);
+    for (int q = r + 1; q < R; ++q) {
+      if (pi[static_cast<size_t>(q)] != q || e_.ranks[static_cast<size_t>(q)].size != e_.ranks[static_cast<size_t>(r)].size)
+        continue;
+      pi[static_cast<size_t>(r)] = q, pi[static_cast<size_t>(q)] = r;
+      self(self, r + 1, pairs + 1);
+      pi[static_cast<size_t>(r)] = r, pi[static_cast<size_t>(q)] = q;
+    }
+  };
+  rec(rec, 0, 0);
+  for (int r = 0; r < R; ++r)
+    if (best_pairs > 0 && best[static_cast<size_t>(r)] > r) mirror_pairs_.emplace_back(r, best[static_cast<size_t>(r)]);
+}
+
+Mapping TileSearch::mirrored(const Mapping& m) const {
+  std::array<int, kMaxRanks> pi{};
+  for (int r = 0; r < R; ++r) pi[static_cast<size_t>(r)] = r;
+  for (const auto& [a, b] : mirror_pairs_) pi[static_cast<size_t>(a)] = b, pi[static_cast<size_t>(b)] = a;
+  Mapping out = m;
+  for (LevelMapping& lm : out.levels) {
+    for (Loop& lp : lm.loops) lp.rank = pi[static_cast<size_t>(lp.rank)];
+    // Temporal loops keep their (mirrored) order; spatial loops go by kind, then rank.
+    std::stable_sort(lm.loops.begin(), lm.loops.end(), [](const Loop& a, const Loop& b) {
+      if (a.kind != b.kind) return static_cast<int>(a.kind) < static_cast<int>(b.kind);
+      return a.kind != LoopKind::Temporal && a.rank < b.rank;
+    });
+  }
+  return out;
 }
 
 void TileSearch::root_bounds(size_t i, double& energy, double& cycles) const {

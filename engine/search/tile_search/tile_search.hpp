@@ -95,6 +95,12 @@ struct TileSearchSpec {
   // not timed, so that a search on one thread stops at the same place on any machine. Sets the
   // search's own over flag: not for searches sharing `over`. 0 = no limit.
   int64_t max_work = 0;
+  // Mirror symmetry (docs/mapper.md, "Mirror symmetry"): where swapping pairs of ranks (a square
+  // convolution's P and Q with R and S) maps the Einsum, the core's fan-outs and the mapspace onto
+  // themselves, a mapping and its mirror cost the same to the bit; only the choices whose factors
+  // are lexicographically at most their mirror's are searched. Whole-Einsum searches without
+  // constraints or backing only (TileSearch::symmetric says whether one was found).
+  bool break_symmetry = false;
   std::atomic<int64_t>* budget = nullptr;  // shared evaluation counter (several searches); null = own
   std::atomic<bool>* over = nullptr;
 };
@@ -188,6 +194,22 @@ class TileSearch {
       over_->store(true, std::memory_order_relaxed);
     }
   }
+  // Mirror symmetry (TileSearchSpec::break_symmetry): the rank pairs (a < b) swapped, if any.
+  bool symmetric() const { return !mirror_pairs_.empty(); }
+  const std::vector<std::pair<int, int>>& mirror_pairs() const { return mirror_pairs_; }
+  // The order of a level's factors against its mirror's: per pair, temporal, then x, then y
+  // factors of a against b; -1, 0 or 1 at the first difference. Levels compared innermost first,
+  // a mapping is searched only if its first differing level compares below 0.
+  int mirror_cmp(const LevelChoice& ch) const {
+    for (const auto& [a, b] : mirror_pairs_) {
+      if (ch.t[a] != ch.t[b]) return ch.t[a] < ch.t[b] ? -1 : 1;
+      if (ch.x[a] != ch.x[b]) return ch.x[a] < ch.x[b] ? -1 : 1;
+      if (ch.y[a] != ch.y[b]) return ch.y[a] < ch.y[b] ? -1 : 1;
+    }
+    return 0;
+  }
+  // `m` with every pair's ranks swapped (spatial loops in rank order, as the search lays them out).
+  Mapping mirrored(const Mapping& m) const;
   // Whether partial choices are pruned (TileSearchSpec::prune_partial and the Einsum qualifies):
   // then TileWorker::prune and complete enumerate it, not run().
   bool partial_pruning() const { return partial_; }
@@ -385,6 +407,8 @@ class TileSearch {
   // them moves the whole tile, halos or not (plain_tile_moves).
   std::array<uint32_t, kMaxTensors> plain_ranks_{};
   uint32_t window_tensors_ = 0;  // bit t: tensor t has a dimension that is not plain (a halo)
+  std::vector<std::pair<int, int>> mirror_pairs_;  // break_symmetry: find_mirror's pairs
+  void find_mirror();
   // Per level and window tensor, the axes (bit 0: x, bit 1: y) whose spatial loops can share the
   // tensor's values beyond the multicast groups: the axis may spread a rank of a dimension with
   // several ranks (or of several dimensions) and the level may have a second loop on that dimension

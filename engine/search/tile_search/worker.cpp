@@ -206,6 +206,10 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
   } else {
     s->level_choices(l, remaining, choices);
   }
+  if (s->symmetric() && mirror_tied[static_cast<size_t>(l)])
+    choices.erase(std::remove_if(choices.begin(), choices.end(),
+                                 [&](const LevelChoice& ch) { return s->mirror_cmp(ch) > 0; }),
+                  choices.end());
   if (s->spec_.max_work > 0) s->add_work(static_cast<int64_t>(choices.size()) + 1, sink->has_incumbent());
   if (probing) {
     descend_probe(l, remaining, choices);
@@ -231,6 +235,7 @@ void TileWorker::State::descend(int l, const std::array<int64_t, kMaxRanks>& rem
       last_cycles_lb = b.cycles;
       last_level = b.level;
       last_words = b.words;
+      mirror_tied[static_cast<size_t>(l) + 1] = mirror_tied[static_cast<size_t>(l)] && s->mirror_cmp(ch) == 0;
       descend(l + 1, rest);
     }
   }
@@ -246,6 +251,7 @@ void TileWorker::State::extend(int l, const std::array<int64_t, kMaxRanks>& rema
   last_cycles_lb = rk.cycles;
   last_level = rk.level;
   last_words = rk.words;
+  mirror_tied[static_cast<size_t>(l) + 1] = mirror_tied[static_cast<size_t>(l)] && s->mirror_cmp(ch) == 0;
   if (l + 1 == s->spec_.backing_level) {
     b_dead_set = false;
     if (rk.split != kNoSplit) inherit_b_dead(&ranked_split[static_cast<size_t>(l)][rk.split]);
@@ -421,6 +427,10 @@ void TileWorker::run(const TileSearch& s, size_t i, TileSink& sink) {
   st.bind(s, &sink);
   if (s.over()) return;
   const LevelChoice& root = s.roots_[i];
+  // Mirror symmetry: a root above its mirror image is searched as that image.
+  if (s.symmetric() && s.mirror_cmp(root) > 0) return;
+  st.mirror_tied[0] = true;
+  st.mirror_tied[1] = s.mirror_cmp(root) == 0;
   st.b_dead_set = false;
   st.chosen[0] = root;
   st.below_ext[0].fill(1);  // nothing below the innermost level (backing_words at b = 0)

@@ -285,6 +285,9 @@ struct TileWorker::State {
     s->scalar_bounds(chosen.data(), sums.data(), l, rest, energy, cycles, open_keep, open_temporal);
   }
 
+  // Mirror symmetry (TileSearch::symmetric): whether levels 0..l-1 equal their mirror image, so that
+  // level l's choices must compare at most equal to theirs (TileSearch::mirror_cmp).
+  std::array<bool, kMaxLevels + 1> mirror_tied{};
   void descend(int l, const std::array<int64_t, kMaxRanks>& remaining);
   // Sets chosen[l] to (ch, keep) and says whether it may be extended: not skipped by the top
   // level's classification, admissible, within capacity and (branch and bound) not beaten, its
