@@ -193,7 +193,11 @@ bool TileWorker::check_order_bound(const TileSearch& s, const FlatMapping& fm, d
   const double bounds[State::kBoundWords] = {0, 0, serving};
   st.order_setup(key, lane.data(), 1, bounds);
   const bool on = st.order_cut.on;
-  if (on) st.order_bounds(fm, lane.data(), 1, bounds, &energy_lb, &cycles_lb);
+  if (on) {
+    double rd = 0, wr = 0;
+    st.order_bounds(fm, lane.data(), 1, bounds, &energy_lb, &rd, &wr);
+    cycles_lb = s.bandwidth_cycles(s.L - 1, rd, wr);
+  }
   st.bind(s, nullptr);  // `none` ends here
   return on;
 }

@@ -337,16 +337,22 @@ int TileWorker::State::order_alive(const FlatMapping& fm, const int32_t* lanes, 
     for (int k = 0; k < count; ++k) alive[k] = k;
     return count;
   }
-  double energy[kLanes], cycles[kLanes];
-  order_bounds(fm, lanes, count, bounds, energy, cycles);
+  double energy[kLanes], rd[kLanes], wr[kLanes];
+  order_bounds(fm, lanes, count, bounds, energy, rd, wr);
+  // The top's bandwidth time only for the lanes the energy alone does not beat (every sink's
+  // criterion is monotone in the cycles).
+  const int top = s->L - 1;
   int n = 0;
-  for (int k = 0; k < count; ++k)
-    if (!sink->beaten(energy[k], cycles[k], -1, 0)) alive[n++] = k;
+  for (int k = 0; k < count; ++k) {
+    const double cycles = bounds[kBoundWords * k + 1];
+    if (sink->beaten(energy[k], cycles, -1, 0)) continue;
+    if (!sink->beaten(energy[k], std::max(cycles, s->bandwidth_cycles(top, rd[k], wr[k])), -1, 0)) alive[n++] = k;
+  }
   return n;
 }
 
 void TileWorker::State::order_bounds(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds,
-                                     double* energy_lb, double* cycles_lb) const {
+                                     double* energy_lb, double* top_rd, double* top_wr) const {
   const OrderCut& oc = order_cut;
   // Per tensor, the temporal loops above its keeper, outermost first (their factors by slot, and
   // whether the loop is over one of t's plain ranks). The keeper takes its whole tile once per
@@ -392,7 +398,8 @@ void TileWorker::State::order_bounds(const FlatMapping& fm, const int32_t* lanes
       }
     }
     energy_lb[k] = std::max(energy * (1 - 1e-9), bounds[kBoundWords * k]);
-    cycles_lb[k] = std::max(bounds[kBoundWords * k + 1], s->bandwidth_cycles(top, rd, wr));
+    top_rd[k] = rd;
+    top_wr[k] = wr;
   }
 }
 

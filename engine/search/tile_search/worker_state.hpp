@@ -198,9 +198,10 @@ struct TileWorker::State {
   bool order_cut_possible() const;
   void order_setup(const Support& key, const int32_t* lanes, int count, const double* bounds);
   int order_alive(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds, int* alive);
-  // The bounds themselves, per lane (order_alive's test; TileWorker::check_order_bound).
+  // The bounds themselves, per lane: the energy bound and the words the top reads and writes, whose
+  // bandwidth time bounds the cycles (order_alive; TileWorker::check_order_bound).
   void order_bounds(const FlatMapping& fm, const int32_t* lanes, int count, const double* bounds, double* energy_lb,
-                    double* cycles_lb) const;
+                    double* top_rd, double* top_wr) const;
 
   // Branch and bound: whether the sink already beats every completion of levels 0..l.
   bool bound_beaten(int l, const std::array<int64_t, kMaxRanks>& rest) {
