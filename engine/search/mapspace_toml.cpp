@@ -121,6 +121,13 @@ Mapspace make_mapspace(const std::vector<ConstraintSpec>& specs, const Einsum& e
         lc.max_factor[r] = f;
         limits[r].push_back(&s);
       }
+    for (int r = 0; r < R; ++r)
+      if (lc.min_factor[r] && lc.max_factor[r] && *lc.min_factor[r] > *lc.max_factor[r])
+        throw InputError(s.where, "constraint.min_factors",
+                         fmt::format("level {} asks rank {} for a factor of at least {} and at most {}: no factor "
+                                     "satisfies both",
+                                     s.level, e.ranks[static_cast<size_t>(r)].name, *lc.min_factor[r],
+                                     *lc.max_factor[r]));
     if (s.has_keep) {
       TensorMask k = 0;
       for (size_t t = 0; t < e.tensors.size(); ++t)

@@ -66,6 +66,10 @@ TEST_CASE("constraints: bad input names the file, line and what conflicts") {
   CHECK(msg.find("rank P") != std::string::npos);
   CHECK(msg.find("c.toml:1") != std::string::npos);   // the DRAM order
   CHECK(msg.find("c.toml:4") != std::string::npos);   // the accumulator bound
+  // A level's own bounds that no factor meets.
+  const std::string both = error_of("[[constraint]]\nlevel = \"Accumulator\"\nmin_factors = { K = 4 }\nmax_factors = { K = 2 }\n");
+  CHECK(both.find("c.toml:1") != std::string::npos);
+  CHECK(both.find("rank K for a factor of at least 4 and at most 2") != std::string::npos);
   CHECK_THROWS_AS(parse_constraints("[[constraint]]\nlevel = \"DRAM\"\nmax_factors = { P = 0 }\n", "c.toml"), InputError);
   CHECK_THROWS_AS(parse_constraints("[[constraint]]\nlevel = \"DRAM\"\nkeeps = []\n", "c.toml"), InputError);
   CHECK_THROWS_AS(parse_constraints("[[constraint]]\nlevel = \"DRAM\"\nkeep = [\"weights\"]\n", "c.toml"), InputError);
