@@ -48,10 +48,7 @@ double TileSearch::serving_energy(const LevelChoice* chosen, const LevelSummary*
     if (t == plan_.output) {
       double reducing = 1;
       for (int k = m + 1; k < L; ++k) reducing *= sums[k].reducing;
-      const double reads = plan_.output_accumulates
-                               ? words
-                               : std::max(0.0, words - static_cast<double>(plan_.tensors[static_cast<size_t>(t)].volume) * reducing);
-      e += reads * plan_.levels[static_cast<size_t>(m)].read_pj;
+      e += output_reads(words, reducing) * plan_.levels[static_cast<size_t>(m)].read_pj;
     }
   }
   return e * (1 - 1e-9);
@@ -246,8 +243,8 @@ double TileSearch::output_drains(const TensorMask* keep_at, const LevelSummary* 
   // visit of each value (per instance starting its own partial sums, model.cpp) and the parent
   // reads all but the first of its updates. Both discounts are at most the volume times the
   // instances that split ranks the output does not index (inst_reducing: at level l and above,
-  // all the fan-outs above l). This is the round trip of partial sums that a reduction loop
-  // outside an output loop above the keeper costs.
+  // the most the fan-outs above l can spread those ranks). This is the round trip of partial sums
+  // that a reduction loop outside an output loop above the keeper costs.
   const int t = plan_.output;
   const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];
   for (int d = 0; d < pt.n_dims; ++d)
@@ -601,7 +598,7 @@ void TileSearch::bound_frame(const LevelChoice* chosen, const LevelSummary* sums
   f.inst[l] = static_cast<double>(fanout_above[l]);
   // Only the fan-outs that may spread ranks the output does not index start their own partial
   // sums (Gemmini's columns take K alone: none).
-  f.inst_reducing[l] = plan_.output >= 0 ? spread_above(l, rest, ~static_cast<uint32_t>(plan_.tensors[static_cast<size_t>(plan_.output)].relevant_ranks) & ((1u << R) - 1)) : f.inst[l];
+  f.inst_reducing[l] = plan_.output >= 0 ? spread_above(l, rest, reduction_ranks_) : f.inst[l];
   f.inst_least[l] = 1;
   for (int m = l - 1; m >= 0; --m) {
     f.inst_least[m] = f.inst_least[m + 1] * sums[m + 1].spatial;
@@ -697,9 +694,7 @@ void TileSearch::tensor_terms(const BoundFrame& f, const LevelChoice* chosen, co
   if (t == plan_.output) {
     // Every update but the first of each output value (per instance that starts its own partial
     // sums) reads the value it accumulates onto.
-    const double reads = plan_.output_accumulates
-                             ? words
-                             : std::max(0.0, words - static_cast<double>(pt.volume) * f.inst_reducing[m]);
+    const double reads = output_reads(words, f.inst_reducing[m]);
     out.served += reads * lv.read_pj;
     out.rd[m] += reads;
     out.wr[m] += words;

@@ -236,6 +236,8 @@ TileSearch::TileSearch(const Einsum& e, const Core& core, const Mapspace& space,
   keep_sets_.may = may_keep_at;
   keep_sets_.must = must_keep_at;
   keep_sets_.above = may_keep_above;
+  if (plan_.output >= 0)
+    reduction_ranks_ = ~static_cast<uint32_t>(plan_.tensors[static_cast<size_t>(plan_.output)].relevant_ranks) & ((1u << R) - 1);
   for (int t = 0; t < T; ++t) {
     touched_[t] = static_cast<double>(touched_values(e, t));
     const PlanTensor& pt = plan_.tensors[static_cast<size_t>(t)];

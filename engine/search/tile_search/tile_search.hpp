@@ -17,6 +17,7 @@
 //
 // Parallel use: the search is read-only after construction; each thread owns a TileWorker (the
 // buckets) and feeds it roots (innermost level choices) of one or several searches.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -407,6 +408,15 @@ class TileSearch {
   // them moves the whole tile, halos or not (plain_tile_moves).
   std::array<uint32_t, kMaxTensors> plain_ranks_{};
   uint32_t window_tensors_ = 0;  // bit t: tensor t has a dimension that is not plain (a halo)
+  uint32_t reduction_ranks_ = 0;  // ranks the output does not index (bound_frame's inst_reducing)
+  // The reads of the output's partial sums among `words` updates at its keeper: all but the first
+  // update of each value per instance that starts its own sums (at most `reducing` of them), or
+  // all of them when the tile accumulates onto earlier tiles (TileSearchSpec::rest_tiles).
+  double output_reads(double words, double reducing) const {
+    return plan_.output_accumulates
+               ? words
+               : std::max(0.0, words - static_cast<double>(plan_.tensors[static_cast<size_t>(plan_.output)].volume) * reducing);
+  }
   std::vector<std::pair<int, int>> mirror_pairs_;  // break_symmetry: find_mirror's pairs
   void find_mirror();
   // Per level and window tensor, the axes (bit 0: x, bit 1: y) whose spatial loops can share the

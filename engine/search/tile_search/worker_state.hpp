@@ -117,7 +117,7 @@ struct TileWorker::State {
   // Branch and bound: each parked choice's lower bounds (energy, cycles) and its serving energy
   // (TileSearch::serving_energy, or -1), beside its pool slot. A choice may wait in its bucket while
   // the incumbent improves; flush drops the ones then beaten, and per loop-order combination the
-  // ones its top traffic beats (order_beaten).
+  // ones its top traffic beats (order_alive).
   static constexpr size_t kBoundWords = 3;
   std::unique_ptr<double[]> pool_bounds;
   size_t pool_bounds_size = 0;
