@@ -161,6 +161,18 @@ Command add_ffm_command(CLI::App& app) {
             fmt::print("  optimum ({}): energy {:.6g} pJ  cycles {:.6g}  EDP {:.6g}; {} groups ({} fused); front of {} points\n",
                        to_string(objective), best->energy_pj, best->cycles, best->edp(), best->tree.groups.size(), fused,
                        r.pareto.size());
+            if (fused == 0) {
+              // Why nothing fused, when the architecture is the reason: an intermediate stays on chip
+              // only at a level that may hold the producer's output and the consumer's input.
+              bool holds_both = false;
+              for (size_t l = 0; l + 1 < core.levels.size(); ++l)
+                holds_both = holds_both || ((core.levels[l].may_keep & role_bit(TensorRole::Output)) &&
+                                            (core.levels[l].may_keep & role_bit(TensorRole::Input)));
+              if (!holds_both)
+                fmt::print("  no fusion is possible on '{}': no level below the outermost may keep both an Einsum's "
+                           "output and an input, so no intermediate can stay on chip\n",
+                           core.name);
+            }
             std::string tree = to_text(best->tree, w, core);
             fmt::print("{}", tree);
             if (o->front)

@@ -122,6 +122,9 @@ Command add_map_command(CLI::App& app) {
               const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
               const double cpu = static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC;
               int64_t bound_pruned = 0;
+              // The probes' SIMD calls are counted with the search's, so are their lanes.
+              const double lanes_per_call =
+                  r.lane_calls ? double(r.evaluated + r.probe_evaluated) / double(r.lane_calls) : 0.0;
               for (int64_t n : r.bound_pruned) bound_pruned += n;
               if (o->json) {
                 nlohmann::json j{{"layer", e.name},
@@ -139,7 +142,7 @@ Command add_map_command(CLI::App& app) {
                                  {"bound_pruned", r.bound_pruned},
                                  {"stale_dropped", r.stale_dropped},
                                  {"order_pruned", r.order_pruned},
-                                 {"lanes_per_simd_call", r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0},
+                                 {"lanes_per_simd_call", lanes_per_call},
                                  {"seconds", secs},
                                  {"cpu_seconds", cpu}};
                 if (r.best) {
@@ -161,11 +164,13 @@ Command add_map_command(CLI::App& app) {
               }
               if (same)
                 fmt::print("{}: the mapping problem of {} (searched once; its counts follow)\n", e.name, same_as);
+              // A repeated layer's time is only its comparison with the earlier one: no rate.
+              const std::string rate = same ? std::string() : fmt::format("{:.2f} M/s; ", r.evaluated / secs / 1e6);
               fmt::print("{}: {} mappings evaluated ({} valid; partial mappings cut: {} over capacity, {} by the bound, "
-                         "{} beaten while queued, {} by their loop order; {:.1f} per SIMD call) in {:.2f} s ({:.2f} M/s; "
+                         "{} beaten while queued, {} by their loop order; {:.1f} per SIMD call) in {:.2f} s ({}"
                          "{:.2f} CPU-s)\n",
                          e.name, r.evaluated, r.valid, r.pruned, bound_pruned, r.stale_dropped, r.order_pruned,
-                         r.lane_calls ? double(r.evaluated) / double(r.lane_calls) : 0.0, secs, r.evaluated / secs / 1e6, cpu);
+                         lanes_per_call, secs, rate, cpu);
               if (r.truncated)
                 fmt::print("  stopped at the work limit ({} units): the best mapping found, not proven optimal\n", r.work);
               if (!r.best) {

@@ -18,6 +18,11 @@ head -n 6 "$fixtures/chain3.toml" | sed 's/name = "chain3"/name = "single"/' >"$
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --all-orders >"$tmp/orders.json"
 # Without storage above the split: never better, and no group keeps a resident tensor.
 "$bin" ffm --workload "$tmp/chain3.toml" --arch "$tmp/arch.toml" --json --no-resident >"$tmp/no_resident.json"
+# Gemmini's default levels keep outputs (accumulator) apart from inputs (scratchpad): the text says
+# fusion is impossible there, and does not say so where it happened.
+"$bin" ffm --workload "$tmp/chain3.toml" --arch gemmini_default >"$tmp/gemmini.txt"
+grep -q "no fusion is possible on 'gemmini_default'" "$tmp/gemmini.txt" || { echo "no explanation:"; cat "$tmp/gemmini.txt"; exit 1; }
+if grep -q "no fusion is possible" "$tmp/text.txt"; then echo "explanation where fusion is possible"; cat "$tmp/text.txt"; exit 1; fi
 /usr/bin/python3 - "$tmp" <<'PY'
 import json, sys
 d = sys.argv[1]
